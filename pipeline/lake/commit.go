@@ -1,0 +1,219 @@
+package lake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cualake/cualake/schemas"
+)
+
+// Txn collects the table changes of one commit. Data files are written as
+// they are added; nothing is visible until Commit writes the manifest and
+// moves the ref.
+type Txn struct {
+	lake    *Lake
+	parent  string // "" for the first snapshot
+	base    *Manifest
+	changes map[string]change
+}
+
+type change struct {
+	replace bool
+	files   []File
+}
+
+// Begin starts a transaction on top of the snapshot ref names ("" = head of
+// main; an empty lake starts from nothing).
+func (l *Lake) Begin(ctx context.Context, ref string) (*Txn, error) {
+	t := &Txn{lake: l, changes: map[string]change{}}
+	id, err := l.Resolve(ctx, ref)
+	switch {
+	case err == nil:
+		m, err := l.Snapshot(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		t.parent, t.base = id, m
+	case errors.Is(err, ErrNotExist) && (ref == "" || ref == MainRef):
+		t.base = &Manifest{Tables: map[string]TableFiles{}}
+	default:
+		return nil, err
+	}
+	return t, nil
+}
+
+// Parent is the snapshot this transaction builds on ("" for none).
+func (t *Txn) Parent() string { return t.parent }
+
+// Base is the parent's manifest (empty tables for a new lake).
+func (t *Txn) Base() *Manifest { return t.base }
+
+// Replace makes files the whole content of table in the new snapshot.
+func (t *Txn) Replace(table string, files []File) error {
+	if _, ok := schemas.Lookup(table); !ok {
+		return fmt.Errorf("replace %s: not a known table", table)
+	}
+	t.changes[table] = change{replace: true, files: files}
+	return nil
+}
+
+// Append adds files to table, keeping the parent's files.
+func (t *Txn) Append(table string, files []File) error {
+	if _, ok := schemas.Lookup(table); !ok {
+		return fmt.Errorf("append %s: not a known table", table)
+	}
+	c := t.changes[table]
+	c.files = append(c.files, files...)
+	t.changes[table] = c
+	return nil
+}
+
+// CommitInfo says what produced a snapshot.
+type CommitInfo struct {
+	Stage   string
+	Params  any // marshalled to JSON; nil is {}
+	Seed    int64
+	Inputs  []string
+	Message string
+}
+
+// maxRebases bounds how often a commit is re-applied on a moved head.
+const maxRebases = 16
+
+// Commit writes the manifest and moves main. If main moved since Begin and
+// the tables changed meanwhile are disjoint from this commit's, it rebases
+// onto the new head; otherwise it fails with ErrConflict. Committing a
+// snapshot identical to the head is a no-op that returns the head.
+func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
+	params := json.RawMessage("{}")
+	if info.Params != nil {
+		b, err := json.Marshal(info.Params)
+		if err != nil {
+			return nil, fmt.Errorf("commit %s: params: %w", info.Stage, err)
+		}
+		params = b
+	}
+	inputs := append([]string{}, info.Inputs...)
+	if inputs == nil {
+		inputs = []string{}
+	}
+	parent, base := t.parent, t.base
+	for attempt := 0; ; attempt++ {
+		m := t.build(parent, base, info, params, inputs)
+		id, err := m.ContentHash()
+		if err != nil {
+			return nil, err
+		}
+		m.ID = id
+		if parent == id {
+			return m, nil // nothing changed
+		}
+		m.CommittedAt = t.lake.Now().UTC().Format(time.RFC3339)
+		body, err := m.Encode()
+		if err != nil {
+			return nil, err
+		}
+		if err := t.lake.store.PutIfAbsent(ctx, snapshotKey(id), body); err != nil && !errors.Is(err, ErrExist) {
+			return nil, fmt.Errorf("commit %s: write manifest: %w", info.Stage, err)
+		}
+		var prev []byte
+		if parent != "" {
+			prev = []byte(parent + "\n")
+		}
+		err = t.lake.store.CompareAndSwap(ctx, headsDir+MainRef, prev, []byte(id+"\n"))
+		if err == nil {
+			return m, nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return nil, fmt.Errorf("commit %s: move main: %w", info.Stage, err)
+		}
+		head, herr := t.lake.Head(ctx)
+		if herr != nil {
+			return nil, herr
+		}
+		if head == id {
+			return m, nil // someone committed the very same snapshot
+		}
+		if attempt >= maxRebases {
+			return nil, fmt.Errorf("commit %s: %w: main kept moving (%d attempts)", info.Stage, ErrConflict, attempt+1)
+		}
+		headM, herr := t.lake.Snapshot(ctx, head)
+		if herr != nil {
+			return nil, herr
+		}
+		if clash := t.overlap(ctx, parent, headM); len(clash) > 0 {
+			return nil, fmt.Errorf("commit %s on %s: %w: main moved to %s, which also changed table(s) %s; re-run the stage on the new head",
+				info.Stage, short(parent), ErrConflict, short(head), strings.Join(clash, ", "))
+		}
+		parent, base = head, headM
+	}
+}
+
+// build applies the transaction's changes to base.
+func (t *Txn) build(parent string, base *Manifest, info CommitInfo, params json.RawMessage, inputs []string) *Manifest {
+	m := &Manifest{Format: FormatVersion, Parent: parent, Stage: info.Stage, Params: params, Seed: info.Seed,
+		Inputs: inputs, CodeVersion: CodeVersion, Message: info.Message, Tables: map[string]TableFiles{}, Changed: []string{}}
+	for n, tf := range base.Tables {
+		m.Tables[n] = tf
+	}
+	for name, c := range t.changes {
+		info, _ := schemas.Lookup(name)
+		tf := TableFiles{SchemaVersion: info.Version, PartitionColumns: []string{}}
+		if !c.replace {
+			tf.Files = append(tf.Files, m.Tables[name].Files...)
+		}
+		tf.Files = append(tf.Files, c.files...)
+		if tf.Files == nil {
+			tf.Files = []File{}
+		}
+		for _, f := range tf.Files {
+			tf.Rows += f.Rows
+		}
+		m.Tables[name] = tf
+		m.Changed = append(m.Changed, name)
+	}
+	sort.Strings(m.Changed)
+	return m
+}
+
+// overlap returns the tables this transaction touches that also changed
+// between parent and head.
+func (t *Txn) overlap(ctx context.Context, parent string, head *Manifest) []string {
+	changedSince := map[string]bool{}
+	for id := head.ID; id != parent && id != ""; {
+		m, err := t.lake.Snapshot(ctx, id)
+		if err != nil {
+			for n := range t.changes { // cannot tell: treat everything as conflicting
+				changedSince[n] = true
+			}
+			break
+		}
+		for _, n := range m.Changed {
+			changedSince[n] = true
+		}
+		id = m.Parent
+	}
+	var clash []string
+	for n := range t.changes {
+		if changedSince[n] {
+			clash = append(clash, n)
+		}
+	}
+	sort.Strings(clash)
+	return clash
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	if id == "" {
+		return "(empty lake)"
+	}
+	return id
+}

@@ -1,0 +1,135 @@
+package lake
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+
+	"github.com/cualake/cualake/schemas"
+)
+
+// FormatVersion is the on-disk format of manifests and refs
+// (docs/lake-format.md).
+const FormatVersion = 1
+
+// CodeVersion is recorded in every manifest. It is part of the content hash:
+// the same inputs under a different code version are a different snapshot.
+const CodeVersion = "cualake/0.1.0"
+
+// File is one immutable data file of a table.
+type File struct {
+	Path   string `json:"path"` // key in the lake: data/<table>/<sha256>.parquet
+	SHA256 string `json:"sha256"`
+	Rows   int64  `json:"rows"`
+	Bytes  int64  `json:"bytes"`
+}
+
+// TableFiles is a table's state in one snapshot.
+type TableFiles struct {
+	SchemaVersion    int      `json:"schema_version"`
+	PartitionColumns []string `json:"partition_columns"`
+	Rows             int64    `json:"rows"`
+	Files            []File   `json:"files"`
+}
+
+// Manifest is one snapshot: what produced it and every table's files.
+type Manifest struct {
+	Format      int                   `json:"format"`
+	ID          string                `json:"id"`
+	Parent      string                `json:"parent"`
+	Stage       string                `json:"stage"`
+	Params      json.RawMessage       `json:"params"`
+	Seed        int64                 `json:"seed"`
+	Inputs      []string              `json:"inputs"`
+	CodeVersion string                `json:"code_version"`
+	Message     string                `json:"message"`
+	Changed     []string              `json:"changed"` // tables this commit replaced or appended to
+	Tables      map[string]TableFiles `json:"tables"`
+	// CommittedAt is wall-clock time, informational only: it is left out of
+	// the content hash so that a re-run gives the same snapshot id.
+	CommittedAt string `json:"committed_at,omitempty"`
+}
+
+var idPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// ContentHash is the snapshot id: sha256 of the canonical JSON of the
+// manifest without its id and wall-clock time.
+func (m *Manifest) ContentHash() (string, error) {
+	c := *m
+	c.ID, c.CommittedAt = "", ""
+	b, err := json.Marshal(&c) // struct fields in order, map keys sorted: canonical
+	if err != nil {
+		return "", err
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:]), nil
+}
+
+// Encode returns the manifest's file bytes.
+func (m *Manifest) Encode() ([]byte, error) {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// TableNames returns the snapshot's table names, sorted.
+func (m *Manifest) TableNames() []string {
+	out := make([]string, 0, len(m.Tables))
+	for n := range m.Tables {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// DecodeManifest parses and checks manifest bytes read from key: format,
+// id, table names and schema versions, file entries.
+func DecodeManifest(key string, b []byte) (*Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("manifest %s: %w: %v", key, ErrCorrupt, err)
+	}
+	if m.Format != FormatVersion {
+		return nil, fmt.Errorf("manifest %s: field format is %d, this cualake reads %d", key, m.Format, FormatVersion)
+	}
+	if !idPattern.MatchString(m.ID) {
+		return nil, fmt.Errorf("manifest %s: %w: field id %q is not a sha256", key, ErrCorrupt, m.ID)
+	}
+	h, err := m.ContentHash()
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", key, err)
+	}
+	if h != m.ID {
+		return nil, fmt.Errorf("manifest %s: %w: content hashes to %s, not its id %s", key, ErrCorrupt, h, m.ID)
+	}
+	for name, t := range m.Tables {
+		info, ok := schemas.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("manifest %s: table %q is not a known table", key, name)
+		}
+		if t.SchemaVersion != info.Version {
+			return nil, fmt.Errorf("manifest %s: table %s has schema version %d, this cualake knows version %d",
+				key, name, t.SchemaVersion, info.Version)
+		}
+		var rows int64
+		for i, f := range t.Files {
+			if !idPattern.MatchString(f.SHA256) || f.Path != dataKey(name, f.SHA256) || f.Rows < 0 || f.Bytes < 0 {
+				return nil, fmt.Errorf("manifest %s: table %s file %d: %w: bad entry %+v", key, name, i, ErrCorrupt, f)
+			}
+			rows += f.Rows
+		}
+		if rows != t.Rows {
+			return nil, fmt.Errorf("manifest %s: table %s: %w: files hold %d rows, table says %d", key, name, ErrCorrupt, rows, t.Rows)
+		}
+	}
+	return &m, nil
+}
+
+func dataKey(table, sha string) string { return "data/" + table + "/" + sha + ".parquet" }
+
+func snapshotKey(id string) string { return "snapshots/" + id + ".json" }
