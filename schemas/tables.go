@@ -72,7 +72,7 @@ type Synthesis struct {
 	CheckerJudgeCorrect bool   `parquet:"checker_judge_correct"`
 	CheckerReason       string `parquet:"checker_reason"`
 	Executable          bool   `parquet:"executable"` // the judge ran and behaved in the dry run
-	Fixes               string `parquet:"fixes"` // JSON list of fixes applied before this round
+	Fixes               string `parquet:"fixes"`      // JSON list of fixes applied before this round
 	Accepted            bool   `parquet:"accepted"`
 	Dropped             string `parquet:"dropped"` // why a candidate left the loop without acceptance ("duplicate", "max-rounds", ...)
 	Tokens              int64  `parquet:"tokens"`
@@ -122,9 +122,9 @@ type Trajectory struct {
 	Reward        float64 `parquet:"reward"`
 	Outcome       string  `parquet:"outcome"`
 	JudgeDetail   string  `parquet:"judge_detail"` // JSON: per-judge scores and messages
-	Error         string  `parquet:"error"`             // why an episode ended in error
-	Source        string  `parquet:"source"`            // rollout, osworld, jsonl
-	FinalState    string  `parquet:"final_state"`       // blob hash of the saved terminal environment state ("" if none)
+	Error         string  `parquet:"error"`        // why an episode ended in error
+	Source        string  `parquet:"source"`       // rollout, osworld, jsonl
+	FinalState    string  `parquet:"final_state"`  // blob hash of the saved terminal environment state ("" if none)
 }
 
 // Trajectories holds one row per episode.
