@@ -1,0 +1,35 @@
+# cualake: `make demo` runs the main job, `make test` the tests. Both set
+# themselves up first (apt-get, go, npm), so a fresh machine needs nothing else.
+GO ?= go
+BIN := ./bin
+STAGES := synthesize rollout segment sample train audit
+LAKE ?= ./data/lake
+
+.PHONY: setup build test bench demo fmt vet clean
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/cualake ./cmd/cualake
+	@for s in $(STAGES); do $(GO) build -o $(BIN)/$$s ./cmd/$$s || exit 1; done
+
+test: build
+	$(GO) vet ./...
+	$(GO) test -timeout 60m ./...
+
+bench: build
+	@scripts/bench.sh
+
+demo: build
+	@scripts/demo.sh $(LAKE)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BIN) $(LAKE)

@@ -1,0 +1,163 @@
+// Package cli defines cualake's commands: flag parsing and calls into the
+// pipeline, query and trainer packages; no logic of its own.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/query"
+	"github.com/cualake/cualake/schemas"
+)
+
+// Exit codes scripts can rely on.
+const (
+	ExitOK             = 0
+	ExitFailure        = 1 // the command failed (bad input, I/O, a query error)
+	ExitUsage          = 2 // wrong flags or arguments
+	ExitConflict       = 3 // a commit lost an optimistic-concurrency race
+	ExitVerifyFailed   = 4 // verify found problems
+	ExitNotImplemented = 5 // the command is not built yet
+)
+
+// Commands registered by the files of this package, in help order.
+var commands []*cli.Command
+
+func register(c ...*cli.Command) { commands = append(commands, c...) }
+
+// ErrNotBuilt marks a command whose stage is not implemented yet.
+var ErrNotBuilt = errors.New("not built yet")
+
+var lakeFlag = &cli.StringFlag{
+	Name:    "lake",
+	Usage:   "lake folder",
+	EnvVars: []string{"CUALAKE_LAKE"},
+	Value:   "./data/lake",
+}
+
+var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print one JSON object for scripts"}
+
+// App is the cualake command with every subcommand.
+func App() *cli.App {
+	sort.SliceStable(commands, func(a, b int) bool { return commands[a].Name < commands[b].Name })
+	return &cli.App{
+		Name:  "cualake",
+		Usage: "a data lake toolkit for online RL of computer-use agents",
+		Description: `Every artefact of the RL loop lives as Parquet tables in versioned, content-addressed
+snapshots; stages read one snapshot and commit the next; SQL runs over any snapshot.
+
+Example:
+   cualake lake init && cualake import osworld-tasks ../shared/data/osworld
+   cualake query "select domain, count(*) from tasks group by 1"`,
+		Commands:             commands,
+		EnableBashCompletion: true,
+		ExitErrHandler:       func(*cli.Context, error) {},
+	}
+}
+
+// StageApp is a thin binary running one stage command, e.g. `segment`.
+func StageApp(name string) *cli.App {
+	app := App()
+	for _, c := range app.Commands {
+		if c.Name == name {
+			return &cli.App{Name: name, Usage: c.Usage, Description: c.Description, Flags: c.Flags,
+				Action: c.Action, ExitErrHandler: func(*cli.Context, error) {}}
+		}
+	}
+	return &cli.App{Name: name, Action: func(*cli.Context) error { return fmt.Errorf("%s: %w", name, ErrNotBuilt) }}
+}
+
+// Main runs app and exits with a meaningful code; errors are one line on
+// stderr, never a stack trace.
+func Main(app *cli.App) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "%s: internal error: %v\n", app.Name, r)
+			os.Exit(ExitFailure)
+		}
+	}()
+	err := app.RunContext(context.Background(), os.Args)
+	if err == nil {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "%s: %v\n", app.Name, err)
+	os.Exit(ExitCode(err))
+}
+
+// ExitCode maps an error to an exit code.
+func ExitCode(err error) int {
+	var ec cli.ExitCoder
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ec):
+		return ec.ExitCode()
+	case errors.Is(err, lake.ErrConflict):
+		return ExitConflict
+	case errors.Is(err, ErrNotBuilt):
+		return ExitNotImplemented
+	case errors.Is(err, errUsage):
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+var errUsage = errors.New("usage")
+
+func usageErr(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
+}
+
+// openLake opens the --lake folder; create initialises it if needed.
+func openLake(c *cli.Context, create bool) (*lake.Lake, error) {
+	return lake.OpenDir(c.Context, c.String("lake"), create)
+}
+
+// snapshotAt opens the lake and resolves --at (or --in).
+func snapshotAt(c *cli.Context, flag string) (*lake.Lake, *lake.Manifest, error) {
+	l, err := openLake(c, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := l.At(c.Context, c.String(flag))
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, m, nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// engineAt opens a query engine on --at.
+func engineAt(c *cli.Context) (*query.Engine, error) {
+	l, m, err := snapshotAt(c, "at")
+	if err != nil {
+		return nil, err
+	}
+	return query.Open(c.Context, l, m)
+}
+
+// tableColumns lists the tables and columns of every schema.
+func tableColumns() []map[string]any {
+	var out []map[string]any
+	for _, info := range schemas.All() {
+		var cols []map[string]any
+		for _, f := range info.Arrow().Fields() {
+			cols = append(cols, map[string]any{"name": f.Name, "type": f.Type.String(), "nullable": f.Nullable})
+		}
+		out = append(out, map[string]any{"table": info.Name, "version": info.Version, "key": info.Key, "doc": info.Doc, "columns": cols})
+	}
+	return out
+}

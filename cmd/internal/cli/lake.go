@@ -1,0 +1,240 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/progress"
+	"github.com/cualake/cualake/query"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:  "lake",
+		Usage: "create, inspect, verify and release a lake",
+		Description: `Example:
+   cualake lake init --lake ./data/lake
+   cualake lake log
+   cualake lake tag release/2026-11
+   cualake lake export --at release/2026-11 ./release`,
+		Subcommands: []*cli.Command{
+			{Name: "init", Usage: "create an empty lake (idempotent)", Flags: []cli.Flag{lakeFlag, jsonFlag},
+				Description: "Example: cualake lake init --lake ./data/lake", Action: lakeInit},
+			{Name: "log", Usage: "list snapshots, newest first", Flags: []cli.Flag{lakeFlag, jsonFlag,
+				&cli.StringFlag{Name: "at", Usage: "start from this snapshot or tag"}, &cli.IntFlag{Name: "limit", Usage: "at most N snapshots"}},
+				Description: "Example: cualake lake log --limit 5", Action: lakeLog},
+			{Name: "show", Usage: "print a snapshot's manifest", ArgsUsage: "[SNAPSHOT|TAG]", Flags: []cli.Flag{lakeFlag, jsonFlag},
+				Description: "Example: cualake lake show release/2026-11", Action: lakeShow},
+			{Name: "diff", Usage: "rows added and removed per table between two snapshots", ArgsUsage: "A [B]", Flags: []cli.Flag{lakeFlag, jsonFlag},
+				Description: "Example: cualake lake diff 3f2a9c main   (B defaults to main)", Action: lakeDiff},
+			{Name: "tag", Usage: "name a snapshot (tags never move)", ArgsUsage: "NAME [SNAPSHOT]", Flags: []cli.Flag{lakeFlag, jsonFlag},
+				Description: "Example: cualake lake tag release/2026-11 3f2a9c", Action: lakeTag},
+			{Name: "verify", Usage: "re-hash every data file and check every manifest and ref", Flags: []cli.Flag{lakeFlag, jsonFlag},
+				Description: "Exits 4 when anything is wrong.\nExample: cualake lake verify --json", Action: lakeVerify},
+			{Name: "gc", Usage: "remove data files that no snapshot references", Flags: []cli.Flag{lakeFlag, jsonFlag,
+				&cli.BoolFlag{Name: "dry-run", Usage: "only list what would go"},
+				&cli.DurationFlag{Name: "grace", Value: time.Hour, Usage: "spare unreferenced files younger than this (a running commit may need them)"}},
+				Description: "Example: cualake lake gc --dry-run", Action: lakeGC},
+			{Name: "export", Usage: "write a self-contained release bundle", ArgsUsage: "DIR", Flags: []cli.Flag{lakeFlag, jsonFlag,
+				&cli.StringFlag{Name: "at", Usage: "snapshot or tag (default main)"}},
+				Description: "Hive-partitioned Parquet, manifest.json, SHA256SUMS and a dataset card README.md.\nExample: cualake lake export --at release/2026-11 ./release", Action: lakeExport},
+		},
+	})
+}
+
+func lakeInit(c *cli.Context) error {
+	l, err := openLake(c, true)
+	if err != nil {
+		return err
+	}
+	head, _ := l.Head(c.Context)
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, map[string]any{"lake": l.String(), "head": head})
+	}
+	fmt.Fprintf(c.App.Writer, "lake ready at %s\n", l)
+	return nil
+}
+
+func lakeLog(c *cli.Context) error {
+	l, err := openLake(c, false)
+	if err != nil {
+		return err
+	}
+	log, err := l.Log(c.Context, c.String("at"), c.Int("limit"))
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		if log == nil {
+			log = []*lake.Manifest{}
+		}
+		return printJSON(c.App.Writer, log)
+	}
+	if len(log) == 0 {
+		fmt.Fprintln(c.App.Writer, "no snapshots yet")
+	}
+	for _, m := range log {
+		var tabs []string
+		for _, n := range m.Changed {
+			tabs = append(tabs, fmt.Sprintf("%s(%d)", n, m.Tables[n].Rows))
+		}
+		fmt.Fprintf(c.App.Writer, "%s  %-10s %s  seed=%d  %s\n", m.ID[:12], m.Stage, m.CommittedAt, m.Seed, strings.Join(tabs, " "))
+	}
+	return nil
+}
+
+func lakeShow(c *cli.Context) error {
+	l, err := openLake(c, false)
+	if err != nil {
+		return err
+	}
+	m, err := l.At(c.Context, c.Args().First())
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, m)
+	}
+	fmt.Fprintf(c.App.Writer, "snapshot %s\nparent   %s\nstage    %s\nseed     %d\nparams   %s\ninputs   %s\ncode     %s\ntime     %s\n",
+		m.ID, m.Parent, m.Stage, m.Seed, m.Params, strings.Join(m.Inputs, ", "), m.CodeVersion, m.CommittedAt)
+	for _, n := range m.TableNames() {
+		t := m.Tables[n]
+		var bytes int64
+		for _, f := range t.Files {
+			bytes += f.Bytes
+		}
+		fmt.Fprintf(c.App.Writer, "  %-14s v%d  %9d rows  %3d files  %10d bytes\n", n, t.SchemaVersion, t.Rows, len(t.Files), bytes)
+	}
+	return nil
+}
+
+func lakeDiff(c *cli.Context) error {
+	if c.NArg() < 1 {
+		return usageErr("lake diff needs A [B]")
+	}
+	l, err := openLake(c, false)
+	if err != nil {
+		return err
+	}
+	a, err := l.At(c.Context, c.Args().Get(0))
+	if err != nil {
+		return err
+	}
+	b, err := l.At(c.Context, c.Args().Get(1))
+	if err != nil {
+		return err
+	}
+	d, err := query.Diff(c.Context, l, a, b)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, map[string]any{"a": a.ID, "b": b.ID, "tables": d})
+	}
+	fmt.Fprintf(c.App.Writer, "%s -> %s\n", a.ID[:12], b.ID[:12])
+	for _, t := range d {
+		if t.Same {
+			fmt.Fprintf(c.App.Writer, "  %-14s unchanged (%d rows)\n", t.Table, t.RowsB)
+			continue
+		}
+		fmt.Fprintf(c.App.Writer, "  %-14s +%d -%d (%d -> %d rows)\n", t.Table, t.Added, t.Removed, t.RowsA, t.RowsB)
+	}
+	return nil
+}
+
+func lakeTag(c *cli.Context) error {
+	if c.NArg() < 1 {
+		return usageErr("lake tag needs NAME [SNAPSHOT]")
+	}
+	l, err := openLake(c, false)
+	if err != nil {
+		return err
+	}
+	id, err := l.Tag(c.Context, c.Args().Get(0), c.Args().Get(1))
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, map[string]string{"tag": c.Args().Get(0), "snapshot": id})
+	}
+	fmt.Fprintf(c.App.Writer, "%s -> %s\n", c.Args().Get(0), id)
+	return nil
+}
+
+func lakeVerify(c *cli.Context) error {
+	l, err := openLake(c, false)
+	if err != nil {
+		return err
+	}
+	var bar *progress.Bar
+	rep, err := l.Verify(c.Context, func(done, total int) {
+		if bar == nil {
+			bar = progress.New(os.Stderr, "verify", total, c.Bool("json"))
+		}
+		bar.Add(1)
+	})
+	if err != nil {
+		return err
+	}
+	bar.Done()
+	if c.Bool("json") {
+		if err := printJSON(c.App.Writer, rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(c.App.Writer, "%d snapshots, %d files, %d bytes checked\n", rep.Snapshots, rep.Files, rep.Bytes)
+		for _, p := range rep.Problems {
+			fmt.Fprintf(c.App.Writer, "PROBLEM %s: %s\n", p.Key, p.Problem)
+		}
+	}
+	if !rep.OK() {
+		return cli.Exit(fmt.Sprintf("verify found %d problem(s)", len(rep.Problems)), ExitVerifyFailed)
+	}
+	return nil
+}
+
+func lakeGC(c *cli.Context) error {
+	l, err := openLake(c, false)
+	if err != nil {
+		return err
+	}
+	rep, err := l.GC(c.Context, c.Bool("dry-run"), c.Duration("grace"))
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, rep)
+	}
+	verb := "removed"
+	if rep.DryRun {
+		verb = "would remove"
+	}
+	for _, k := range rep.Removed {
+		fmt.Fprintf(c.App.Writer, "%s %s\n", verb, k)
+	}
+	fmt.Fprintf(c.App.Writer, "%s %d file(s), %d bytes; %d referenced file(s) kept\n", verb, len(rep.Removed), rep.Bytes, rep.Kept)
+	return nil
+}
+
+func lakeExport(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("lake export needs DIR")
+	}
+	l, m, err := snapshotAt(c, "at")
+	if err != nil {
+		return err
+	}
+	if err := query.Export(c.Context, l, m, c.Args().First()); err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, map[string]string{"snapshot": m.ID, "dir": c.Args().First()})
+	}
+	fmt.Fprintf(c.App.Writer, "exported snapshot %s to %s\n", m.ID[:12], c.Args().First())
+	return nil
+}

@@ -1,0 +1,7 @@
+// Command rollout runs the rollout stage alone, for staged CI jobs: it reads --in and
+// commits the next snapshot. Same flags as `cualake rollout`.
+package main
+
+import "github.com/cualake/cualake/cmd/internal/cli"
+
+func main() { cli.Main(cli.StageApp("rollout")) }
