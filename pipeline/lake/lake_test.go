@@ -384,3 +384,30 @@ func crashChild() {
 		}
 	}
 }
+
+func TestBlobHashesAndBlob(t *testing.T) {
+	ctx := context.Background()
+	l, _ := newLake(t)
+	tx, _ := l.Begin(ctx, "")
+	var blobs []schemas.Blob
+	for i := 0; i < 100; i++ {
+		b := []byte(fmt.Sprint("blob", i))
+		blobs = append(blobs, schemas.Blob{Hash: schemas.HashBytes(b), Mime: "text/plain", Size: int64(len(b)), Bytes: b})
+	}
+	AppendTable(ctx, tx, schemas.Blobs, blobs)
+	m, err := tx.Commit(ctx, CommitInfo{Stage: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := BlobHashes(ctx, l, m)
+	if err != nil || len(hs) != 100 || !hs[schemas.HashBytes([]byte("blob7"))] {
+		t.Fatalf("hashes: %d %v", len(hs), err)
+	}
+	b, err := Blob(ctx, l, m, schemas.HashBytes([]byte("blob42")))
+	if err != nil || string(b.Bytes) != "blob42" {
+		t.Fatalf("blob: %v %v", b, err)
+	}
+	if _, err := Blob(ctx, l, m, "ff"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("missing blob: %v", err)
+	}
+}

@@ -224,3 +224,56 @@ func ReadTable[T any](ctx context.Context, l *Lake, m *Manifest, def *schemas.Ta
 	})
 	return out, err
 }
+
+// blobKey projects the blobs table on its key column, so that finding which
+// blobs exist never reads their bytes.
+type blobKey struct {
+	Hash string `parquet:"hash"`
+}
+
+// BlobHashes returns the set of blob hashes in a snapshot, reading only the
+// hash column. Stages use it to store each blob once.
+func BlobHashes(ctx context.Context, l *Lake, m *Manifest) (map[string]bool, error) {
+	out := map[string]bool{}
+	tf, ok := m.Tables[schemas.Blobs.Name]
+	if !ok {
+		return out, nil
+	}
+	buf := make([]blobKey, 4096)
+	for _, f := range tf.Files {
+		err := scanFile(ctx, l, m, schemas.Blobs.Name, f, buf, func(rows []blobKey) error {
+			for _, r := range rows {
+				out[r.Hash] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Blob returns one blob's bytes and mime type by hash.
+func Blob(ctx context.Context, l *Lake, m *Manifest, hash string) (*schemas.Blob, error) {
+	var found *schemas.Blob
+	errFound := errors.New("found")
+	err := ScanTable(ctx, l, m, schemas.Blobs, 64, func(rows []schemas.Blob) error {
+		for i := range rows {
+			if rows[i].Hash == hash {
+				b := rows[i]
+				b.Bytes = append([]byte(nil), b.Bytes...)
+				found = &b
+				return errFound
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return nil, err
+	}
+	if found == nil {
+		return nil, fmt.Errorf("blob %s in snapshot %s: %w", hash, short(m.ID), ErrNotExist)
+	}
+	return found, nil
+}
