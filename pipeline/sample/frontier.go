@@ -80,24 +80,29 @@ func FrontierSplit(b int, gamma float64) (frontier, uniform int) {
 	return b - u, u
 }
 
-// FrontierPool returns the view positions of the frontier pool: the k rated
+// frontierPool returns the view positions of the frontier pool: the k rated
 // tasks of largest weight, ties broken by smaller task id, ordered by weight
-// (largest first). It keeps a k-sized heap, O(n log k).
+// (largest first), with their weights. It ranks by -(p - mu)^2, which
+// orders tasks exactly as w does (w is a decreasing function of it) without
+// an exp per task, keeps a k-sized heap (O(n log k)) and computes w for the
+// k winners only.
 func (f *Frontier) frontierPool(v *view, k int) ([]int, []float64) {
 	h := make(minKeys, 0, k)
+	mu := f.Params.Mu
 	for i := 0; i < v.n(); i++ {
 		r := v.row(i)
 		if r.EMA == nil {
 			continue
 		}
-		w := FrontierWeight(*r.EMA, f.Params.Mu, f.Params.Sigma)
+		d := *r.EMA - mu
+		key := -d * d
 		if len(h) < k {
-			heap.Push(&h, keyed{w, i})
+			heap.Push(&h, keyed{key, i})
 			continue
 		}
-		// i is larger than every index in the heap, so equal weight loses.
-		if k > 0 && w > h[0].key {
-			h[0] = keyed{w, i}
+		// i is larger than every index in the heap, so an equal key loses.
+		if k > 0 && key > h[0].key {
+			h[0] = keyed{key, i}
 			heap.Fix(&h, 0)
 		}
 	}
@@ -105,7 +110,8 @@ func (f *Frontier) frontierPool(v *view, k int) ([]int, []float64) {
 	pos := make([]int, len(top))
 	ws := make([]float64, len(top))
 	for j, t := range top {
-		pos[j], ws[j] = t.idx, t.key
+		pos[j] = t.idx
+		ws[j] = FrontierWeight(*v.row(t.idx).EMA, mu, f.Params.Sigma)
 	}
 	return pos, ws
 }

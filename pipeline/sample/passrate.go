@@ -123,13 +123,19 @@ func NewPool(tasks []schemas.Task, iteration int32) ([]schemas.PassRate, error) 
 // each task of tasks that has no history. Tasks with history but no entry in
 // tasks are kept. The result is sorted by task id.
 func Latest(history []schemas.PassRate, tasks []schemas.Task) ([]schemas.PassRate, error) {
+	type key struct {
+		task string
+		it   int32
+	}
+	seen := make(map[key]bool, len(history))
 	latest := make(map[string]int, len(tasks))
 	for i := range history {
 		r := &history[i]
-		j, ok := latest[r.TaskID]
-		if ok && history[j].Iteration == r.Iteration {
+		if seen[key{r.TaskID, r.Iteration}] {
 			return nil, fmt.Errorf("%w: task %q has two pass-rate rows for iteration %d", ErrBadInput, r.TaskID, r.Iteration)
 		}
+		seen[key{r.TaskID, r.Iteration}] = true
+		j, ok := latest[r.TaskID]
 		if !ok || history[j].Iteration < r.Iteration {
 			latest[r.TaskID] = i
 		}
@@ -192,10 +198,12 @@ func UpdateEMA(prev []schemas.PassRate, rollouts []schemas.Trajectory, iteration
 	}
 	out := make([]schemas.PassRate, len(prev))
 	copy(out, prev)
-	if !slices.IsSortedFunc(out, func(a, b schemas.PassRate) int { return strings.Compare(a.TaskID, b.TaskID) }) {
-		slices.SortFunc(out, func(a, b schemas.PassRate) int { return strings.Compare(a.TaskID, b.TaskID) })
+	for i := 1; i < len(out); i++ { // the lake stores rows sorted: usually one linear check
+		if out[i-1].TaskID > out[i].TaskID {
+			slices.SortFunc(out, func(a, b schemas.PassRate) int { return strings.Compare(a.TaskID, b.TaskID) })
+			break
+		}
 	}
-	index := make(map[string]int32, len(out))
 	for i := range out {
 		r := &out[i]
 		if i > 0 && out[i-1].TaskID == r.TaskID {
@@ -207,10 +215,17 @@ func UpdateEMA(prev []schemas.PassRate, rollouts []schemas.Trajectory, iteration
 		if r.Iteration > iteration {
 			return nil, fmt.Errorf("%w: task %q: previous row is from iteration %d, after %d", ErrBadInput, r.TaskID, r.Iteration, iteration)
 		}
-		index[r.TaskID] = int32(i)
 		r.Iteration, r.Rollouts, r.Successes, r.Observed, r.Weight = iteration, 0, 0, nil, nil
 	}
-	last, lastIdx := "", int32(-1) // rollouts of one group are usually adjacent
+	// Count per task first: an iteration's rollouts touch few tasks, so the
+	// counts map stays small and the pool is never indexed as a whole.
+	type count struct {
+		rollouts, successes int32
+		first               int // index of the task's first rollout, for errors
+	}
+	counts := map[string]int32{} // task id -> index into cs
+	var cs []count
+	last, lastTask := -1, ""
 	for i := range rollouts {
 		t := &rollouts[i]
 		kind, err := Classify(t)
@@ -220,21 +235,51 @@ func UpdateEMA(prev []schemas.PassRate, rollouts []schemas.Trajectory, iteration
 		if t.Iteration != iteration {
 			return nil, fmt.Errorf("%w: trajectory %q (task %q) is from iteration %d, not %d", ErrBadInput, t.TrajectoryID, t.TaskID, t.Iteration, iteration)
 		}
-		if t.TaskID != last || lastIdx < 0 {
-			j, ok := index[t.TaskID]
+		if last < 0 || t.TaskID != lastTask { // rollouts of one group are usually adjacent
+			c, ok := counts[t.TaskID]
 			if !ok {
-				return nil, fmt.Errorf("%w: trajectory %q: task %q is not in the pass-rate pool", ErrBadInput, t.TrajectoryID, t.TaskID)
+				c = int32(len(cs))
+				cs = append(cs, count{first: i})
+				counts[t.TaskID] = c
 			}
-			last, lastIdx = t.TaskID, j
+			last, lastTask = int(c), t.TaskID
 		}
 		if kind == Uncounted {
 			continue
 		}
-		r := &out[lastIdx]
-		r.Rollouts++
+		cs[last].rollouts++
 		if kind == Solved {
-			r.Successes++
+			cs[last].successes++
 		}
+	}
+	found := 0
+	apply := func(r *schemas.PassRate, c *count) {
+		r.Rollouts, r.Successes = c.rollouts, c.successes
+		c.first = -1 // matched
+		found++
+	}
+	if len(counts)*24 < len(out) { // few tasks: binary search the sorted pool
+		for task, c := range counts {
+			if j, ok := slices.BinarySearchFunc(out, task, func(r schemas.PassRate, id string) int { return strings.Compare(r.TaskID, id) }); ok {
+				apply(&out[j], &cs[c])
+			}
+		}
+	} else {
+		for i := range out {
+			if c, ok := counts[out[i].TaskID]; ok {
+				apply(&out[i], &cs[c])
+			}
+		}
+	}
+	if found < len(counts) {
+		bad := -1
+		for _, c := range cs {
+			if c.first >= 0 && (bad < 0 || c.first < bad) {
+				bad = c.first
+			}
+		}
+		t := &rollouts[bad]
+		return nil, fmt.Errorf("%w: trajectory %q: task %q is not in the pass-rate pool", ErrBadInput, t.TrajectoryID, t.TaskID)
 	}
 	// Rates live in one slab: two allocations instead of two per task.
 	tried := 0
@@ -284,10 +329,10 @@ type GroupOutcome struct {
 // an error.
 func GroupOutcomes(trajs []schemas.Trajectory) ([]GroupOutcome, error) {
 	type acc struct {
-		g          GroupOutcome
-		first      float64
-		seen       bool
-		firstTraje string
+		g               GroupOutcome
+		reward          float64 // first counted reward, to detect a zero-variance group
+		seen            bool
+		firstTrajectory string
 	}
 	groups := map[string]*acc{}
 	for i := range trajs {
@@ -301,12 +346,12 @@ func GroupOutcomes(trajs []schemas.Trajectory) ([]GroupOutcome, error) {
 		}
 		a, ok := groups[t.GroupID]
 		if !ok {
-			a = &acc{g: GroupOutcome{GroupID: t.GroupID, TaskID: t.TaskID, Iteration: t.Iteration, RewardsEqual: true}, firstTraje: t.TrajectoryID}
+			a = &acc{g: GroupOutcome{GroupID: t.GroupID, TaskID: t.TaskID, Iteration: t.Iteration, RewardsEqual: true}, firstTrajectory: t.TrajectoryID}
 			groups[t.GroupID] = a
 		}
 		if a.g.TaskID != t.TaskID || a.g.Iteration != t.Iteration {
 			return nil, fmt.Errorf("%w: group %q mixes task %q/iteration %d (trajectory %q) with task %q/iteration %d (trajectory %q)",
-				ErrBadInput, t.GroupID, a.g.TaskID, a.g.Iteration, a.firstTraje, t.TaskID, t.Iteration, t.TrajectoryID)
+				ErrBadInput, t.GroupID, a.g.TaskID, a.g.Iteration, a.firstTrajectory, t.TaskID, t.Iteration, t.TrajectoryID)
 		}
 		if kind == Uncounted {
 			continue
@@ -315,10 +360,11 @@ func GroupOutcomes(trajs []schemas.Trajectory) ([]GroupOutcome, error) {
 		if kind == Solved {
 			a.g.Successes++
 		}
-		if a.seen && t.Reward != a.first {
+		if !a.seen {
+			a.reward, a.seen = t.Reward, true
+		} else if t.Reward != a.reward {
 			a.g.RewardsEqual = false
 		}
-		a.first, a.seen = t.Reward, true
 	}
 	out := make([]GroupOutcome, 0, len(groups))
 	for _, a := range groups {

@@ -98,27 +98,43 @@ func newView(pool []schemas.PassRate, req Request) (*view, error) {
 	if req.BatchSize < 1 {
 		return nil, fmt.Errorf("%w: batch size is %d, want >= 1", ErrBatchSize, req.BatchSize)
 	}
-	order := make([]int32, len(pool))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	cmp := func(a, b int32) int { return strings.Compare(pool[a].TaskID, pool[b].TaskID) }
-	if !slices.IsSortedFunc(order, cmp) {
-		slices.SortFunc(order, cmp)
-	}
-	v := &view{pool: pool, idx: order[:0]}
-	for k, i := range order {
+	v := &view{pool: pool, idx: make([]int32, 0, len(pool))}
+	add := func(i int32) error {
 		r := &pool[i]
-		if k > 0 && pool[order[k-1]].TaskID == r.TaskID {
-			return nil, fmt.Errorf("%w: task %q appears twice in the pool", ErrBadInput, r.TaskID)
-		}
 		if !r.InPool || (len(req.Exclude) > 0 && req.Exclude[r.TaskID]) {
-			continue
+			return nil
 		}
 		if r.EMA != nil && !(*r.EMA >= 0 && *r.EMA <= 1) {
-			return nil, fmt.Errorf("%w: task %q: ema %v outside [0, 1]", ErrBadInput, r.TaskID, *r.EMA)
+			return fmt.Errorf("%w: task %q: ema %v outside [0, 1]", ErrBadInput, r.TaskID, *r.EMA)
 		}
-		v.idx = append(v.idx, i) // in place: k >= len(v.idx) always
+		v.idx = append(v.idx, i)
+		return nil
+	}
+	sorted := true
+	for i := range pool {
+		if i > 0 && pool[i-1].TaskID >= pool[i].TaskID {
+			sorted = false
+			break
+		}
+		if err := add(int32(i)); err != nil {
+			return nil, err
+		}
+	}
+	if !sorted {
+		order := make([]int32, len(pool))
+		for i := range order {
+			order[i] = int32(i)
+		}
+		slices.SortFunc(order, func(a, b int32) int { return strings.Compare(pool[a].TaskID, pool[b].TaskID) })
+		v.idx = v.idx[:0]
+		for k, i := range order {
+			if k > 0 && pool[order[k-1]].TaskID == pool[i].TaskID {
+				return nil, fmt.Errorf("%w: task %q appears twice in the pool", ErrBadInput, pool[i].TaskID)
+			}
+			if err := add(i); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if v.n() == 0 {
 		return nil, fmt.Errorf("%w: none of %d tasks is in the pool", ErrEmptyPool, len(pool))

@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"hash/maphash"
 	"math"
 	"strings"
 	"sync"
@@ -27,6 +26,12 @@ func (t *Tokenizer) bpeWord(w string, ids []int32) []int32 {
 		return ids
 	case len(w) == 1:
 		return append(ids, t.byteID[w[0]])
+	case len(w) == 2 && !t.ignoreMerges:
+		// One pair lookup is cheaper than the cache.
+		if _, id := t.pair(t.byteID[w[0]], t.byteID[w[1]]); id >= 0 {
+			return append(ids, id)
+		}
+		return append(ids, t.byteID[w[0]], t.byteID[w[1]])
 	}
 	if t.ignoreMerges {
 		if id, ok := t.rawVocab[w]; ok {
@@ -203,7 +208,6 @@ func heapPop(h []heapEntry) (heapEntry, []heapEntry) {
 // lookups of a string key allocate nothing, and goroutines encoding in
 // parallel rarely meet on the same lock.
 type wordCache struct {
-	seed   maphash.Seed
 	shards [cacheShards]cacheShard
 }
 
@@ -214,14 +218,17 @@ type cacheShard struct {
 }
 
 func (c *wordCache) init() {
-	c.seed = maphash.MakeSeed()
 	for i := range c.shards {
 		c.shards[i].m = make(map[string][]int32)
 	}
 }
 
+// shard picks a shard from the word's length and end bytes: much cheaper
+// than a full hash (the map hashes the key anyway) and spread enough to keep
+// lock contention low. w is not empty.
 func (c *wordCache) shard(w string) *cacheShard {
-	return &c.shards[maphash.String(c.seed, w)%cacheShards]
+	h := uint(len(w))*17 + uint(w[len(w)-1])*31 + uint(w[0])
+	return &c.shards[h%cacheShards]
 }
 
 func (c *wordCache) get(w string) ([]int32, bool) {

@@ -12,35 +12,62 @@ import (
 // to map its byte positions back to the source.
 type normText struct {
 	s string
-	// Alignment anchors, only when s differs from the source and spans were
-	// asked for: output bytes [segOut[k], segOut[k+1]) came from source bytes
-	// [segSrc[k], segSrc[k+1]). Both end with the total lengths.
-	segOut, segSrc []int32
+	// anchors map positions in s to the source; nil when s is the source
+	// itself or spans were not asked for. Sorted, ending with a sentinel
+	// {len(s), len(src)}.
+	anchors []anchor
 }
 
-// srcStart maps a position in s to the source, rounding down to an anchor.
-func (n *normText) srcStart(pos int) int {
-	if n.segOut == nil {
-		return pos
-	}
-	k, found := slices.BinarySearch(n.segOut, int32(pos))
+// anchor says that s[out:] starts where src[src:] does. Between an
+// identity anchor and the next, bytes map one to one; otherwise the stretch
+// maps as a whole.
+type anchor struct {
+	out, src int32
+	identity bool
+}
+
+func (n *normText) find(pos int) int {
+	k, found := slices.BinarySearchFunc(n.anchors, int32(pos), func(a anchor, p int32) int { return int(a.out - p) })
 	if !found {
 		k--
 	}
-	return int(n.segSrc[k])
+	return k
 }
 
-// srcEnd maps a position in s to the source, rounding up to an anchor.
-func (n *normText) srcEnd(pos int) int {
-	if n.segOut == nil {
+// srcStart maps a position in s to the source, rounding down inside a
+// changed stretch.
+func (n *normText) srcStart(pos int) int {
+	if n.anchors == nil {
 		return pos
 	}
-	k, _ := slices.BinarySearch(n.segOut, int32(pos))
-	return int(n.segSrc[k])
+	a := n.anchors[n.find(pos)]
+	if a.identity {
+		return int(a.src) + pos - int(a.out)
+	}
+	return int(a.src)
+}
+
+// srcEnd maps a position in s to the source, rounding up inside a changed
+// stretch.
+func (n *normText) srcEnd(pos int) int {
+	if n.anchors == nil {
+		return pos
+	}
+	k := n.find(pos)
+	a := n.anchors[k]
+	switch {
+	case int(a.out) == pos:
+		return int(a.src)
+	case a.identity:
+		return int(a.src) + pos - int(a.out)
+	default:
+		return int(n.anchors[k+1].src)
+	}
 }
 
 // normalize returns src as the reference sees it: invalid UTF-8 replaced by
-// U+FFFD (WHATWG TextDecoder rules), then NFC if nfc is set.
+// U+FFFD (WHATWG TextDecoder rules), then NFC if nfc is set. Stretches that
+// are already fine are copied; only the rest goes through normalizeSlow.
 func normalize(src string, nfc, align bool) normText {
 	if isASCII(src) {
 		return normText{s: src}
@@ -48,7 +75,101 @@ func normalize(src string, nfc, align bool) normText {
 	if utf8.ValidString(src) && (!nfc || norm.NFC.IsNormalString(src)) {
 		return normText{s: src}
 	}
-	return normalizeSlow(src, nfc, align)
+	out := make([]byte, 0, len(src)+8)
+	var anchors []anchor
+	inv := -1 // start of the next invalid UTF-8 sequence at or after i
+	for i := 0; i < len(src); {
+		if inv < i {
+			inv = i + firstInvalid(src[i:])
+		}
+		if n := i + normalPrefix(src[i:inv], len(src)-i, nfc); n > i {
+			if align {
+				anchors = append(anchors, anchor{int32(len(out)), int32(i), true})
+			}
+			out = append(out, src[i:n]...)
+			i = n
+			continue
+		}
+		// A stretch needing work runs to the next character that starts a
+		// new normalisation segment, so it normalises independently.
+		_, j := decodeRuneWHATWG(src, i)
+		j += i
+		for j < len(src) && !segmentStart(src, j, nfc) {
+			_, n := decodeRuneWHATWG(src, j)
+			j += n
+		}
+		part := normalizeSlow(src[i:j], nfc, align)
+		for _, a := range part.anchors[:max(len(part.anchors)-1, 0)] {
+			anchors = append(anchors, anchor{a.out + int32(len(out)), a.src + int32(i), a.identity})
+		}
+		out = append(out, part.s...)
+		i = j
+	}
+	if !align {
+		return normText{s: string(out)}
+	}
+	anchors = append(anchors, anchor{int32(len(out)), int32(len(src)), false})
+	return normText{s: string(out), anchors: anchors}
+}
+
+// normalPrefix returns how much of valid, the valid UTF-8 start of a
+// rest-byte remainder of the text, can be copied as is: with nfc, the NFC
+// part ending at a segment boundary.
+func normalPrefix(valid string, rest int, nfc bool) int {
+	if !nfc {
+		return len(valid)
+	}
+	n := norm.NFC.QuickSpanString(valid)
+	if n == len(valid) && n < rest {
+		return n // an invalid sequence follows: U+FFFD starts a segment
+	}
+	// x/text may stop inside a run of combining marks (its stream-safe
+	// limit); back up to where a segment starts.
+	for n > 0 && n < len(valid) && !boundaryBefore(valid, n) {
+		_, size := utf8.DecodeLastRuneInString(valid[:n])
+		n -= size
+	}
+	return n
+}
+
+// firstInvalid returns the index of the first invalid UTF-8 sequence in s,
+// or len(s).
+func firstInvalid(s string) int {
+	for i := 0; i < len(s); {
+		if s[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(s)
+}
+
+// segmentStart reports whether a stretch needing work can end before s[i]:
+// a normalisation boundary, or with only UTF-8 repair, any valid character.
+func segmentStart(s string, i int, nfc bool) bool {
+	if nfc {
+		return boundaryBefore(s, i)
+	}
+	return validAt(s, i)
+}
+
+// boundaryBefore reports whether the character at s[i:] starts a
+// normalisation segment: nothing before it can combine with what follows.
+func boundaryBefore(s string, i int) bool {
+	if s[i] < utf8.RuneSelf || !validAt(s, i) {
+		return true // ASCII and U+FFFD never combine backwards
+	}
+	return norm.NFC.PropertiesString(s[i:]).BoundaryBefore()
+}
+
+func validAt(s string, i int) bool {
+	r, n := utf8.DecodeRuneInString(s[i:])
+	return !(r == utf8.RuneError && n <= 1)
 }
 
 func isASCII(s string) bool {
@@ -97,43 +218,38 @@ func normalizeSlow(src string, nfc, align bool) normText {
 	}
 
 	out := make([]byte, 0, len(src)+8)
-	var segOut, segSrc []int32
-	if align {
-		// Cluster output characters whose source ranges overlap, so anchors
-		// are monotone in both texts.
-		type cluster struct{ out, minS, maxS int32 }
-		var stack []cluster
-		for _, c := range rs {
-			cur := cluster{int32(len(out)), c.minS, c.maxS}
-			for len(stack) > 0 {
-				top := stack[len(stack)-1]
-				if top.maxS < cur.minS {
-					break
-				}
-				cur = cluster{top.out, min(top.minS, cur.minS), max(top.maxS, cur.maxS)}
-				stack = stack[:len(stack)-1]
-			}
-			stack = append(stack, cur)
-			out = utf8.AppendRune(out, c.r)
-		}
-		segOut = make([]int32, 0, len(stack)+1)
-		segSrc = make([]int32, 0, len(stack)+1)
-		for _, c := range stack {
-			segOut = append(segOut, c.out)
-			segSrc = append(segSrc, srcOff[c.minS])
-		}
-		if len(segOut) == 0 || segOut[0] != 0 {
-			segOut = append([]int32{0}, segOut...)
-			segSrc = append([]int32{0}, segSrc...)
-		}
-		segOut = append(segOut, int32(len(out)))
-		segSrc = append(segSrc, int32(len(src)))
-	} else {
+	if !align {
 		for _, c := range rs {
 			out = utf8.AppendRune(out, c.r)
 		}
+		return normText{s: string(out)}
 	}
-	return normText{s: string(out), segOut: segOut, segSrc: segSrc}
+	// Cluster output characters whose source ranges overlap, so anchors are
+	// monotone in both texts.
+	type cluster struct{ out, minS, maxS int32 }
+	var stack []cluster
+	for _, c := range rs {
+		cur := cluster{int32(len(out)), c.minS, c.maxS}
+		for len(stack) > 0 {
+			top := stack[len(stack)-1]
+			if top.maxS < cur.minS {
+				break
+			}
+			cur = cluster{top.out, min(top.minS, cur.minS), max(top.maxS, cur.maxS)}
+			stack = stack[:len(stack)-1]
+		}
+		stack = append(stack, cur)
+		out = utf8.AppendRune(out, c.r)
+	}
+	anchors := make([]anchor, 0, len(stack)+2)
+	if len(stack) == 0 || stack[0].out != 0 || stack[0].minS != 0 {
+		anchors = append(anchors, anchor{0, 0, false})
+	}
+	for _, c := range stack {
+		anchors = append(anchors, anchor{c.out, srcOff[c.minS], false})
+	}
+	anchors = append(anchors, anchor{int32(len(out)), int32(len(src)), false})
+	return normText{s: string(out), anchors: anchors}
 }
 
 // Hangul syllable constants (Unicode §3.12).

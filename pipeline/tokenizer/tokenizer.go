@@ -10,10 +10,12 @@
 // prove it equal to the regex run by github.com/dlclark/regexp2 and, end to
 // end, to the JS tokenizer on a fixed corpus (testdata/reference.jsonl).
 //
-// Known, deliberate limits: character classes follow the JS engine's Unicode
-// version (see unicode_tables.go), while NFC uses golang.org/x/text (Unicode
-// 15.0), so text containing characters whose canonical decomposition was added
-// after Unicode 15.0 may normalise differently from the reference.
+// Matching the JS reference means JS regex semantics: \s is ECMAScript
+// whitespace (U+FEFF is a space, U+0085 is not, unlike HF's Rust tokenizers)
+// and \p{L}, \p{N} follow the JS engine's Unicode version (17.0; tables in
+// unicode_tables.go, generated from node). The one known gap: NFC uses
+// golang.org/x/text's data (Unicode 15.0), so characters whose canonical
+// decomposition was added after 15.0 may normalise differently.
 package tokenizer
 
 //go:generate sh -c "node gen_unicode_tables.js > unicode_tables.go"
@@ -40,6 +42,14 @@ type Encoder interface {
 	TokenID(tok string) (int32, bool)
 	// VocabSize is one more than the largest id the tokenizer can return.
 	VocabSize() int
+}
+
+// OffsetEncoder is an Encoder that can also say which bytes of the input
+// each token came from (the chat template uses it to attribute tokens to
+// message parts exactly).
+type OffsetEncoder interface {
+	Encoder
+	EncodeOffsets(text string) ([]int32, []Span)
 }
 
 // Span is the half-open byte range [Start, End) of the input that a token
@@ -80,8 +90,8 @@ type Tokenizer struct {
 	cache wordCache
 }
 
-// Compile-time check that *Tokenizer satisfies Encoder.
-var _ Encoder = (*Tokenizer)(nil)
+// Compile-time check that *Tokenizer satisfies both interfaces.
+var _ OffsetEncoder = (*Tokenizer)(nil)
 
 // Path is the tokenizer.json file the tokenizer was loaded from.
 func (t *Tokenizer) Path() string { return t.path }

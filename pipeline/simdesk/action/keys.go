@@ -49,10 +49,7 @@ func NormalizeKey(k string) (string, error) {
 		if r[0] < 0x20 || r[0] == 0x7f {
 			return "", fmt.Errorf("%w: unknown key %q", ErrInvalid, k)
 		}
-		if r[0] >= 'A' && r[0] <= 'Z' {
-			return strings.ToLower(k), nil
-		}
-		return k, nil
+		return k, nil // case kept: pressing "A" types "A"; shortcuts fold case
 	}
 	l := strings.ToLower(k)
 	if a, ok := keyAliases[l]; ok {

@@ -52,7 +52,9 @@ rl.on("line", (line) => {
   if (line === "") return;
   const rec = JSON.parse(line);
   if (mode === "--decode") {
-    out.push(JSON.stringify({ text: tok.decode(rec.ids, { skip_special_tokens: false }) }));
+    // decode() rejects an empty array; its text is "".
+    const text = rec.ids.length ? tok.decode(rec.ids, { skip_special_tokens: false }) : "";
+    out.push(JSON.stringify({ text }));
   } else {
     const ids = tok.encode(rec.text, { add_special_tokens: false });
     out.push(JSON.stringify({ text: rec.text, ids }));

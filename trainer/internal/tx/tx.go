@@ -546,14 +546,62 @@ func (s *Scope) Backward(loss *ts.Tensor) {
 // NoGrad runs f with gradient recording off (thread-local in libtorch; the
 // caller must hold the OS thread, see Lock).
 func NoGrad(f func() error) error {
-	prev, err := ts.GradSetEnabled(false)
+	prev, err := setGrad(false)
 	if err != nil {
-		return fmt.Errorf("disable grad: %w", clean(err))
+		return fmt.Errorf("disable grad: %w", err)
 	}
-	defer func() { _, _ = ts.GradSetEnabled(prev) }()
+	defer func() { _, _ = setGrad(prev) }()
 	return f()
 }
 
 // NegInf is the additive mask value for excluded attention keys; finite so
 // that a fully masked row cannot produce NaN.
 const NegInf = -1e9
+
+// TokenLogProbs returns the log-probabilities of actions[b][k] under the
+// temperature-scaled next-token distribution given logits [B, L, V]: [B, L],
+// 0 beyond an action's length.
+func (s *Scope) TokenLogProbs(logits *ts.Tensor, actions [][]int32, temperature float64, dev gotch.Device) *ts.Tensor {
+	return s.PickActions(s.LogSoftmaxT(logits, temperature), actions, dev)
+}
+
+// LogSoftmaxT returns log_softmax(logits / temperature) over the last dim.
+func (s *Scope) LogSoftmaxT(logits *ts.Tensor, temperature float64) *ts.Tensor {
+	if !(temperature > 0) {
+		s.Fail("log softmax", fmt.Errorf("temperature %v must be positive", temperature))
+		return nil
+	}
+	if temperature != 1 {
+		logits = s.MulScalar(logits, 1/temperature)
+	}
+	return s.LogSoftmax(logits, -1)
+}
+
+// PickActions gathers lp[b, k, actions[b][k]] from log-probabilities
+// [B, L, V] into [B, L], 0 beyond an action's length.
+func (s *Scope) PickActions(lp *ts.Tensor, actions [][]int32, dev gotch.Device) *ts.Tensor {
+	sh := s.Shape(lp)
+	if s.err != nil {
+		return nil
+	}
+	if len(sh) != 3 || int(sh[0]) != len(actions) {
+		s.Fail("pick actions", fmt.Errorf("log-probs shape %v does not match %d actions", sh, len(actions)))
+		return nil
+	}
+	B, L := sh[0], sh[1]
+	tgt := make([]int64, B*L)
+	mask := make([]float32, B*L)
+	for i, a := range actions {
+		if int64(len(a)) > L {
+			s.Fail("pick actions", fmt.Errorf("action %d has %d tokens, log-probs cover %d", i, len(a), L))
+			return nil
+		}
+		for k, id := range a {
+			tgt[int64(i)*L+int64(k)] = int64(id)
+			mask[int64(i)*L+int64(k)] = 1
+		}
+	}
+	idx := s.Int64s(tgt, []int64{B, L, 1}, dev)
+	picked := s.Squeeze(s.Gather(lp, 2, idx), 2)
+	return s.Mul(picked, s.Float32s(mask, []int64{B, L}, dev))
+}

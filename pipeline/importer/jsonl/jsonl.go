@@ -1,0 +1,419 @@
+// Package jsonl reads generic rollout logs: one JSON object per line, one
+// trajectory per object, with its task, group, policy version, reward and
+// steps (action, response, screenshot as a path or base64, optional token ids
+// and log-probabilities). docs/import-jsonl.md is the format's reference.
+package jsonl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/cualake/cualake/pipeline/importer/osworld"
+	"github.com/cualake/cualake/pipeline/importer/pyautogui"
+	"github.com/cualake/cualake/pipeline/importer/record"
+	"github.com/cualake/cualake/schemas"
+)
+
+// MaxLine bounds one line (a trajectory with base64 screenshots can be large).
+const MaxLine = 256 << 20
+
+// Line is the JSON shape of one trajectory.
+type Line struct {
+	TrajectoryID  string          `json:"trajectory_id"`
+	TaskID        string          `json:"task_id"`
+	Domain        string          `json:"domain"`
+	GroupID       string          `json:"group_id"`
+	Policy        string          `json:"policy"`
+	PolicyVersion int32           `json:"policy_version"`
+	Iteration     int32           `json:"iteration"`
+	Seed          int64           `json:"seed"`
+	Reward        *float64        `json:"reward"`
+	Outcome       string          `json:"outcome"`
+	Error         string          `json:"error"`
+	Source        string          `json:"source"`
+	JudgeDetail   json.RawMessage `json:"judge_detail"`
+	Screen        *Screen         `json:"screen"`
+	Task          json.RawMessage `json:"task"`
+	Steps         []Step          `json:"steps"`
+}
+
+// Screen is the screen size pixel coordinates of pyautogui actions refer to.
+type Screen struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
+// Step is the JSON shape of one step.
+type Step struct {
+	Step             *int32          `json:"step"`
+	Sub              int32           `json:"sub"`
+	Action           json.RawMessage `json:"action"`
+	RawAction        string          `json:"raw_action"`
+	Response         string          `json:"response"`
+	Screenshot       string          `json:"screenshot"`
+	ScreenshotBase64 string          `json:"screenshot_base64"`
+	ResponseIDs      []int32         `json:"response_ids"`
+	Logprobs         []float32       `json:"logprobs"`
+	PromptTokens     int32           `json:"prompt_tokens"`
+	ResponseTokens   int32           `json:"response_tokens"`
+	Reward           float64         `json:"reward"`
+	Done             bool            `json:"done"`
+	Info             json.RawMessage `json:"info"`
+	Timestamp        string          `json:"timestamp"`
+	ActionError      string          `json:"action_error"`
+}
+
+// typedAction is an action given as an object, on the 1000x1000 grid.
+type typedAction struct {
+	Kind      string   `json:"kind"`
+	X         *int32   `json:"x"`
+	Y         *int32   `json:"y"`
+	X2        *int32   `json:"x2"`
+	Y2        *int32   `json:"y2"`
+	Text      string   `json:"text"`
+	Keys      []string `json:"keys"`
+	Direction string   `json:"direction"`
+	Amount    int32    `json:"amount"`
+}
+
+// Loader reads the file a step's screenshot path names.
+type Loader func(path string) ([]byte, error)
+
+// Parsed is what one line yields.
+type Parsed struct {
+	Task    *schemas.Task // when the line embeds its task
+	Episode *record.Episode
+}
+
+// ParseLine parses line number n of file. load reads screenshot paths
+// (relative paths are the loader's business). A bad line gives a
+// *record.Error naming the field.
+func ParseLine(file string, n int, raw []byte, load Loader) (*Parsed, error) {
+	bad := func(field, format string, a ...any) (*Parsed, error) {
+		return nil, &record.Error{File: file, Line: n, Field: field, Reason: fmt.Sprintf(format, a...), Raw: string(raw), Table: schemas.Trajectories.Name}
+	}
+	if !utf8.Valid(raw) {
+		return bad("json", "line is not valid UTF-8")
+	}
+	var l Line
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		e := record.FromJSON(file, n, schemas.Trajectories.Name, raw, err)
+		e.Line = n
+		return nil, e
+	}
+	if dec.More() {
+		return bad("json", "more than one JSON value on the line")
+	}
+	out := &Parsed{}
+	if len(l.Task) > 0 && string(l.Task) != "null" {
+		if strings.TrimSpace(l.Domain) == "" {
+			return bad("domain", "is required when the line embeds its task")
+		}
+		t, err := osworld.ParseTask(fmt.Sprintf("%s:%d", file, n), l.Domain, l.Task)
+		if err != nil {
+			var re *record.Error
+			if errors.As(err, &re) {
+				return bad("task."+re.Field, "%s", re.Reason)
+			}
+			return nil, err
+		}
+		if l.TaskID == "" {
+			l.TaskID = t.TaskID
+		} else if l.TaskID != t.TaskID {
+			return bad("task_id", "is %q but task.id is %q", l.TaskID, t.TaskID)
+		}
+		out.Task = &t
+	}
+	if strings.TrimSpace(l.TaskID) == "" {
+		return bad("task_id", "is required")
+	}
+	if l.Reward == nil {
+		return bad("reward", "is required")
+	}
+	if l.Steps == nil {
+		return bad("steps", "is required (an empty list for none)")
+	}
+	if l.TrajectoryID == "" {
+		h := sha256.Sum256(raw) // content-addressed: the same line twice is one trajectory
+		l.TrajectoryID = "jsonl-" + hex.EncodeToString(h[:16])
+	}
+	if l.GroupID == "" {
+		l.GroupID = l.TaskID
+	}
+	if l.Source == "" {
+		l.Source = "jsonl"
+	}
+	if l.Outcome == "" {
+		l.Outcome = schemas.OutcomeFailure
+		if *l.Reward > 0 {
+			l.Outcome = schemas.OutcomeSuccess
+		}
+	}
+	judge := ""
+	if len(l.JudgeDetail) > 0 && string(l.JudgeDetail) != "null" {
+		judge = compact(l.JudgeDetail)
+	}
+	tr := schemas.Trajectory{TrajectoryID: l.TrajectoryID, TaskID: l.TaskID, Domain: l.Domain, GroupID: l.GroupID, Policy: l.Policy,
+		PolicyVersion: l.PolicyVersion, Iteration: l.Iteration, Seed: l.Seed, Steps: int32(len(l.Steps)), Reward: *l.Reward,
+		Outcome: l.Outcome, JudgeDetail: judge, Error: l.Error, Source: l.Source}
+	if err := schemas.Trajectories.Validate(&tr); err != nil {
+		e := record.FromValidation(file, n, schemas.Trajectories.Name, string(raw), err)
+		return nil, e
+	}
+	ep := &record.Episode{Trajectory: tr}
+	seen := map[[2]int32]bool{}
+	for i, st := range l.Steps {
+		field := func(f string) string { return fmt.Sprintf("steps[%d].%s", i, f) }
+		s := schemas.Step{TrajectoryID: tr.TrajectoryID, Step: int32(i + 1), Sub: st.Sub, Response: st.Response,
+			ResponseIDs: st.ResponseIDs, Logprobs: st.Logprobs, PromptTokens: st.PromptTokens, ResponseTokens: st.ResponseTokens,
+			Reward: st.Reward, Done: st.Done, Timestamp: st.Timestamp, ActionError: st.ActionError}
+		if st.Step != nil {
+			s.Step = *st.Step
+		}
+		if seen[[2]int32{s.Step, s.Sub}] {
+			return bad(field("step"), "step %d sub %d appears twice", s.Step, s.Sub)
+		}
+		seen[[2]int32{s.Step, s.Sub}] = true
+		if len(st.Info) > 0 && string(st.Info) != "null" {
+			s.Info = compact(st.Info)
+		}
+		var shot *schemas.Blob
+		switch {
+		case st.Screenshot != "" && st.ScreenshotBase64 != "":
+			return bad(field("screenshot"), "give screenshot or screenshot_base64, not both")
+		case st.Screenshot != "":
+			b, err := load(st.Screenshot)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return bad(field("screenshot"), "%s does not exist", st.Screenshot)
+				}
+				return bad(field("screenshot"), "%v", err)
+			}
+			blob, err := record.ImageBlob(b)
+			if err != nil {
+				return bad(field("screenshot"), "%s: %v", st.Screenshot, err)
+			}
+			shot = &blob
+		case st.ScreenshotBase64 != "":
+			b, err := decodeBase64(st.ScreenshotBase64)
+			if err != nil {
+				return bad(field("screenshot_base64"), "%v", err)
+			}
+			blob, err := record.ImageBlob(b)
+			if err != nil {
+				return bad(field("screenshot_base64"), "%v", err)
+			}
+			shot = &blob
+		}
+		if shot != nil {
+			s.Observation = shot.Hash
+			ep.Blobs = append(ep.Blobs, *shot)
+		}
+		w, h := pyautogui.DefaultWidth, pyautogui.DefaultHeight
+		if l.Screen != nil && l.Screen.Width > 0 && l.Screen.Height > 0 {
+			w, h = l.Screen.Width, l.Screen.Height
+		} else if shot != nil {
+			w, h = int(shot.Width), int(shot.Height)
+		}
+		a, rawAction, err := parseAction(st.Action, w, h)
+		if err != nil {
+			return bad(field("action"), "%v", err)
+		}
+		s.SetAction(a)
+		s.RawAction = rawAction
+		if st.RawAction != "" {
+			s.RawAction = st.RawAction
+		}
+		if err := schemas.Steps.Validate(&s); err != nil {
+			e := record.FromValidation(file, n, schemas.Steps.Name, string(raw), err)
+			e.Field = fmt.Sprintf("steps[%d].%s", i, e.Field)
+			return nil, e
+		}
+		ep.Steps = append(ep.Steps, s)
+	}
+	out.Episode = ep
+	return out, nil
+}
+
+// parseAction reads a step's action: a string (pyautogui script or
+// DONE/FAIL/WAIT; kind "unknown" when it does not reduce to one action) or a
+// typed object on the grid (an error when malformed).
+func parseAction(raw json.RawMessage, w, h int) (schemas.Action, string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return schemas.Action{}, "", fmt.Errorf("is required")
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		a, err := pyautogui.Parse(s, w, h)
+		if err != nil {
+			return schemas.Action{Kind: "unknown"}, s, nil
+		}
+		return a, s, nil
+	}
+	var t typedAction
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return schemas.Action{}, "", fmt.Errorf("want a string or an object {kind, x, y, x2, y2, text, keys, direction, amount}: %v", err)
+	}
+	known := false
+	for _, k := range schemas.ActionKinds {
+		known = known || k == t.Kind
+	}
+	if !known {
+		return schemas.Action{}, "", fmt.Errorf("kind %q is not one of %s", t.Kind, strings.Join(schemas.ActionKinds, ", "))
+	}
+	for _, c := range []*int32{t.X, t.Y, t.X2, t.Y2} {
+		if c != nil && (*c < 0 || *c > pyautogui.Grid) {
+			return schemas.Action{}, "", fmt.Errorf("coordinate %d is off the 0..%d grid", *c, pyautogui.Grid)
+		}
+	}
+	return schemas.Action{Kind: t.Kind, X: t.X, Y: t.Y, X2: t.X2, Y2: t.Y2, Text: t.Text, Keys: t.Keys, Direction: t.Direction, Amount: t.Amount}, compact(raw), nil
+}
+
+func decodeBase64(s string) ([]byte, error) {
+	if strings.HasPrefix(s, "data:") {
+		_, after, ok := strings.Cut(s, ";base64,")
+		if !ok {
+			return nil, fmt.Errorf("data URI is not base64")
+		}
+		s = after
+	}
+	if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return b, nil
+	}
+	b, err := base64.RawStdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("not base64: %v", err)
+	}
+	return b, nil
+}
+
+func compact(b json.RawMessage) string {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return string(b)
+	}
+	return buf.String()
+}
+
+// ReadFiles reads each JSONL file in order and hands tasks, episodes and
+// rejects to sink. Screenshot paths are relative to the file's folder.
+// Progress counts bytes.
+func ReadFiles(ctx context.Context, files []string, sink record.Sink) error {
+	total := 0
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			return err
+		}
+		if st.IsDir() {
+			return fmt.Errorf("%s is a folder, want a JSONL file", f)
+		}
+		total += int(st.Size())
+	}
+	done := 0
+	for _, f := range files {
+		if err := readFile(ctx, f, sink, &done, total); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readFile(ctx context.Context, file string, sink record.Sink, done *int, total int) error {
+	fh, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	dir := filepath.Dir(file)
+	load := func(p string) ([]byte, error) {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, filepath.FromSlash(p))
+		}
+		return os.ReadFile(p)
+	}
+	r := bufio.NewReaderSize(fh, 1<<20)
+	for n := 1; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		line, tooLong, err := readLine(r)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s:%d: %w", file, n, err)
+		}
+		if len(line) == 0 && errors.Is(err, io.EOF) && !tooLong {
+			return nil
+		}
+		*done += len(line) + 1
+		sink.Progress(min(*done, total), total)
+		body := bytes.TrimSpace(line)
+		switch {
+		case tooLong:
+			if rerr := sink.Reject(&record.Error{File: file, Line: n, Field: "json", Reason: fmt.Sprintf("line longer than %d bytes", MaxLine),
+				Raw: string(line[:min(len(line), 4096)]), Table: schemas.Trajectories.Name}); rerr != nil {
+				return rerr
+			}
+		case len(body) == 0:
+		default:
+			p, perr := ParseLine(file, n, body, load)
+			var re *record.Error
+			switch {
+			case errors.As(perr, &re):
+				if err := sink.Reject(re); err != nil {
+					return err
+				}
+			case perr != nil:
+				return perr
+			default:
+				if p.Task != nil {
+					if err := sink.Task(*p.Task); err != nil {
+						return err
+					}
+				}
+				if err := sink.Episode(p.Episode); err != nil {
+					return err
+				}
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+	}
+}
+
+// readLine reads up to '\n'. A line over MaxLine is skipped to its end and
+// reported as too long.
+func readLine(r *bufio.Reader) ([]byte, bool, error) {
+	var buf []byte
+	tooLong := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			buf = append(buf, chunk...)
+			if len(buf) > MaxLine {
+				tooLong, buf = true, buf[:4096]
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimSuffix(buf, []byte("\n")), tooLong, err
+	}
+}

@@ -1,0 +1,194 @@
+package segment
+
+import "math"
+
+// Turn is one turn of a prepared trajectory: the screenshot the policy saw
+// and the response it gave, in the forms the modes need.
+type Turn struct {
+	// Step is the turn's step number in the steps table.
+	Step int32
+	// Fresh is the observation (a user message with the screenshot, then
+	// the assistant header) following closed context: the prefix, a summary
+	// or a closed turn. Live is the same observation appended right after
+	// the previous turn's response, which it first closes.
+	Fresh, Live Piece
+	// Resp are the response tokens, trained once; Logp their rollout
+	// log-probabilities (nil when the rollout recorded none).
+	Resp []int32
+	Logp []float32
+	// Ctx is the whole turn, closed, re-tokenized as context, and Summary
+	// its compact text once its screenshot is dropped. Prepared.Fill sets
+	// them on first use, since trajectory mode never needs them.
+	Ctx, Summary Piece
+	ready        bool
+}
+
+// Prepared is a trajectory rendered into pieces: the prefix (system prompt
+// and instruction) and its turns, in step order. Every turn holds exactly
+// one screenshot.
+type Prepared struct {
+	Prefix Piece
+	Turns  []Turn
+	// Fill sets Turns[i].Ctx and Summary; nil when they are set already.
+	Fill func(i int, t *Turn)
+}
+
+func (p *Prepared) ctx(i int) *Piece {
+	p.ensure(i)
+	return &p.Turns[i].Ctx
+}
+
+func (p *Prepared) summary(i int) *Piece {
+	p.ensure(i)
+	return &p.Turns[i].Summary
+}
+
+func (p *Prepared) ensure(i int) {
+	t := &p.Turns[i]
+	if !t.ready && p.Fill != nil {
+		p.Fill(i, t)
+	}
+	t.ready = true
+}
+
+// Item is one training item: a token stream and which turns it trains.
+type Item struct {
+	IDs  []int32
+	Mask []int8
+	Logp []float32
+	// HasLogprobs is false when a trained token has no recorded
+	// log-probability (its Logp is 0).
+	HasLogprobs bool
+	// Images, ImageTokens and Trainable count screenshots, their pad
+	// tokens and mask-1 tokens.
+	Images, ImageTokens, Trainable int
+	// First and Last index the turns whose responses are trained here.
+	First, Last int
+}
+
+// Segment cuts a prepared trajectory into items under the mode of prm
+// (which must be valid). It returns the items in order and the number of
+// observation appends whose boundary merged under re-tokenization.
+func Segment(c *Codec, p *Prepared, prm Params) ([]Item, int) {
+	if len(p.Turns) == 0 {
+		return nil, 0
+	}
+	g := segmenter{c: c, p: p}
+	switch prm.Mode {
+	case ModeStep:
+		g.step(prm.Window)
+	case ModeWindow:
+		g.window(prm.K+prm.Delta, prm.Delta)
+	default:
+		g.window(math.MaxInt, 1)
+	}
+	return g.items, g.s.Merges
+}
+
+type segmenter struct {
+	c     *Codec
+	p     *Prepared
+	s     Stream
+	items []Item
+}
+
+func (g *segmenter) emit(first, last int) {
+	s := &g.s
+	g.items = append(g.items, Item{IDs: s.IDs, Mask: s.Mask, Logp: s.Logp, HasLogprobs: s.NoLogprobs == 0,
+		Images: s.Images, ImageTokens: s.ImageTokens, Trainable: s.Trainable, First: first, Last: last})
+}
+
+// window is Algorithm 2 with limit = K + Delta: after each response the
+// next screenshot arrives; if the history would then hold more than limit
+// screenshots, the stream is saved, the oldest delta turns lose their
+// screenshots (keeping their summaries) and the retained history is
+// re-tokenized with mask 0; otherwise the observation is appended as a
+// token diff. Trajectory mode is the same with no limit.
+func (g *segmenter) window(limit, delta int) {
+	p, s, c := g.p, &g.s, g.c
+	T := len(p.Turns)
+	first, start := 0, 0 // first turn kept in full; first turn trained in this item
+	s.Reset(g.sizeHint(p.Prefix.Len+p.Turns[0].Fresh.Len, 0, 1, limit))
+	s.AppendContext(c, &p.Prefix)
+	s.AppendContext(c, &p.Turns[0].Fresh)
+	n := 1 // screenshots in the history
+	for t := 0; t < T; t++ {
+		s.AppendResponse(c, p.Turns[t].Resp, p.Turns[t].Logp)
+		if t == T-1 {
+			break
+		}
+		if n+1 <= limit {
+			s.AppendContext(c, &p.Turns[t+1].Live)
+			n++
+			continue
+		}
+		g.emit(start, t)
+		first += delta
+		n = n + 1 - delta
+		start = t + 1
+		head := p.Prefix.Len + p.Turns[start].Fresh.Len
+		for i := 0; i < first; i++ {
+			head += p.summary(i).Len
+		}
+		for i := first; i < start; i++ {
+			head += p.ctx(i).Len
+		}
+		s.Reset(g.sizeHint(head, start, n, limit))
+		s.AppendContext(c, &p.Prefix)
+		for i := 0; i < first; i++ {
+			s.AppendContext(c, p.summary(i))
+		}
+		for i := first; i < start; i++ {
+			s.AppendContext(c, p.ctx(i))
+		}
+		s.AppendContext(c, &p.Turns[start].Fresh)
+	}
+	g.emit(start, T-1)
+}
+
+// sizeHint is the exact length of the item that starts training turn start
+// with n screenshots and head context tokens, when every boundary is hard.
+func (g *segmenter) sizeHint(head, start, n, limit int) int {
+	T := len(g.p.Turns)
+	end := T - 1
+	if limit != math.MaxInt && start+limit-n < end {
+		end = start + limit - n
+	}
+	size := head
+	for t := start; t <= end; t++ {
+		size += len(g.p.Turns[t].Resp)
+		if t > start {
+			size += g.p.Turns[t].Live.Len
+		}
+	}
+	return size
+}
+
+// step makes one item per turn t: the prefix, summaries of turns before
+// t - w, turns t - w .. t - 1 in full, then turn t's observation and its
+// response, the only trained tokens (EvoCUA-1.5 eq. 4).
+func (g *segmenter) step(w int) {
+	p, s, c := g.p, &g.s, g.c
+	for t := range p.Turns {
+		lo := max(0, t-w)
+		size := p.Prefix.Len + p.Turns[t].Fresh.Len + len(p.Turns[t].Resp)
+		for i := 0; i < t; i++ {
+			if i < lo {
+				size += p.summary(i).Len
+			} else {
+				size += p.ctx(i).Len
+			}
+		}
+		s.Reset(size)
+		s.AppendContext(c, &p.Prefix)
+		for i := 0; i < lo; i++ {
+			s.AppendContext(c, p.summary(i))
+		}
+		for i := lo; i < t; i++ {
+			s.AppendContext(c, p.ctx(i))
+		}
+		s.AppendContext(c, &p.Turns[t].Fresh)
+		s.AppendResponse(c, p.Turns[t].Resp, p.Turns[t].Logp)
+		g.emit(t, t)
+	}
+}

@@ -1,0 +1,109 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Mode is how trajectories become training items; the values are those of
+// segments.mode.
+type Mode string
+
+// The three modes.
+const (
+	ModeTrajectory Mode = "trajectory"
+	ModeStep       Mode = "step"
+	ModeWindow     Mode = "window"
+)
+
+// Modes lists the modes in help order.
+var Modes = []Mode{ModeTrajectory, ModeStep, ModeWindow}
+
+// Defaults of ScaleCUA (K = Delta = 5) and of EvoCUA-1.5's sliding window.
+const (
+	DefaultK      = 5
+	DefaultDelta  = 5
+	DefaultWindow = 5
+	// DefaultFileTokens bounds the tokens of one segments data file, so that
+	// memory stays flat however many trajectories a snapshot holds.
+	DefaultFileTokens = 4 << 20
+)
+
+// DefaultSystem is the system prompt rendered at the top of every item.
+const DefaultSystem = "You are a computer-use agent. Each user turn shows a screenshot of the desktop; " +
+	"answer with your reasoning and exactly one action on the 1000x1000 grid."
+
+// ErrParams marks parameters outside their domain.
+var ErrParams = errors.New("bad segment parameters")
+
+// Params configure a segment run. The zero value is not valid; start from
+// DefaultParams.
+type Params struct {
+	Mode Mode
+	// K is the number of screenshots a window keeps after pruning and Delta
+	// the removal threshold: a window item holds at most K + Delta
+	// screenshots (window mode).
+	K, Delta int
+	// Window is w, the number of previous turns step mode keeps in full.
+	Window int
+	// Image says how many tokens a screenshot takes.
+	Image ImageSpec
+	// System is the system prompt.
+	System string
+	// Workers segment trajectories in parallel (<= 0: one). The output does
+	// not depend on it.
+	Workers int
+	// Quarantine sends bad trajectories to the rejects table instead of
+	// failing the run.
+	Quarantine bool
+	// FileTokens bounds the tokens per output file (<= 0: DefaultFileTokens).
+	FileTokens int
+}
+
+// DefaultParams returns the window mode with ScaleCUA's defaults.
+func DefaultParams() Params {
+	return Params{Mode: ModeWindow, K: DefaultK, Delta: DefaultDelta, Window: DefaultWindow,
+		Image: DefaultImageSpec(), System: DefaultSystem}
+}
+
+// Validate checks the parameters' domains.
+func (p Params) Validate() error {
+	switch p.Mode {
+	case ModeTrajectory, ModeStep, ModeWindow:
+	default:
+		return fmt.Errorf("%w: mode %q, want trajectory, step or window", ErrParams, p.Mode)
+	}
+	if p.Mode == ModeWindow && (p.K < 1 || p.Delta < 1) {
+		return fmt.Errorf("%w: window mode needs K >= 1 and Delta >= 1, got K=%d Delta=%d", ErrParams, p.K, p.Delta)
+	}
+	if p.Mode == ModeStep && p.Window < 0 {
+		return fmt.Errorf("%w: step mode needs a window >= 0, got %d", ErrParams, p.Window)
+	}
+	if err := p.Image.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrParams, err)
+	}
+	return nil
+}
+
+// ExpectedItems is the number of items a trajectory of T turns gives:
+// 1 in trajectory mode, T in step mode, and in window mode
+// 1 + ceil(max(0, T - K - Delta) / Delta): the first item trains the first
+// K + Delta turns, each later one Delta more turns, because after pruning
+// the stream restarts with K + 1 screenshots and saves again when the
+// (K + Delta + 1)-th arrives. A trajectory without turns gives no item.
+func ExpectedItems(p Params, turns int) int {
+	if turns <= 0 {
+		return 0
+	}
+	switch p.Mode {
+	case ModeStep:
+		return turns
+	case ModeWindow:
+		over := turns - p.K - p.Delta
+		if over <= 0 {
+			return 1
+		}
+		return 1 + (over+p.Delta-1)/p.Delta
+	}
+	return 1
+}

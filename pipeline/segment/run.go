@@ -1,0 +1,593 @@
+package segment
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/tokenizer"
+	"github.com/cualake/cualake/schemas"
+)
+
+// Stage is the stage name recorded in commits and rejects.
+const Stage = "segment"
+
+// TokenizerInfo identifies a tokenizer file in commits and rows.
+type TokenizerInfo struct {
+	File   string `json:"file"`   // base name
+	SHA256 string `json:"sha256"` // of the file's bytes
+}
+
+// String is the form written to segments.tokenizer.
+func (t TokenizerInfo) String() string {
+	if len(t.SHA256) >= 16 {
+		return t.File + "@sha256:" + t.SHA256[:16]
+	}
+	return t.File
+}
+
+// LoadTokenizer loads a tokenizer.json and hashes its bytes.
+func LoadTokenizer(path string) (*tokenizer.Tokenizer, TokenizerInfo, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, TokenizerInfo{}, fmt.Errorf("tokenizer: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	t, err := tokenizer.Load(path)
+	if err != nil {
+		return nil, TokenizerInfo{}, fmt.Errorf("tokenizer %s: %w", path, err)
+	}
+	return t, TokenizerInfo{File: filepath.Base(path), SHA256: hex.EncodeToString(sum[:])}, nil
+}
+
+// Config is what a run needs besides its parameters: the tokenizer.
+type Config struct {
+	Params
+	Tokenizer     tokenizer.Encoder
+	TokenizerInfo TokenizerInfo
+	// Progress, when set, is called with the number of trajectories done
+	// (from one goroutine, in order).
+	Progress func(done int)
+}
+
+// Record is what a commit records about the run: everything that shapes
+// the output, nothing that does not (workers).
+func (c *Config) Record() map[string]any {
+	r := map[string]any{"mode": c.Mode, "k": c.K, "delta": c.Delta, "window": c.Window,
+		"tokenizer": c.TokenizerInfo, "image": c.Image, "system": c.System, "quarantine": c.Quarantine}
+	if c.FileTokens > 0 {
+		r["file_tokens"] = c.FileTokens
+	}
+	return r
+}
+
+// Summary describes a run's output, against the item counts each mode
+// predicts.
+type Summary struct {
+	Mode   Mode `json:"mode"`
+	K      int  `json:"k"`
+	Delta  int  `json:"delta"`
+	Window int  `json:"window"`
+	// Trajectories counts the segmented trajectories; Empty those without
+	// turns (no items), Rejected those quarantined.
+	Trajectories int   `json:"trajectories"`
+	Empty        int   `json:"empty_trajectories"`
+	Rejected     int   `json:"rejected_trajectories"`
+	Turns        int64 `json:"turns"`
+	Items        int64 `json:"items"`
+	Tokens       int64 `json:"tokens"`
+	ImageTokens  int64 `json:"image_tokens"`
+	Trainable    int64 `json:"trainable_tokens"`
+	Images       int64 `json:"images"`
+	MaxTokens    int   `json:"max_tokens_per_item"`
+	MaxImages    int   `json:"max_images_per_item"`
+	// Means per item and per trajectory.
+	TokensPerItem float64 `json:"tokens_per_item"`
+	ImagesPerItem float64 `json:"images_per_item"`
+	ItemsPerTraj  float64 `json:"items_per_trajectory"`
+	TurnsPerTraj  float64 `json:"turns_per_trajectory"`
+	// WithoutLogprobs counts items with a trained token the rollout
+	// recorded no log-probability for.
+	WithoutLogprobs int64 `json:"items_without_logprobs"`
+	// Merges counts observation diffs across a non-boundary where
+	// re-tokenization merged tokens (0 with the Qwen template).
+	Merges   int64    `json:"boundary_merges"`
+	Files    int      `json:"files"`
+	Expected Expected `json:"expected"`
+}
+
+// Expected holds the item counts of the three modes for the same
+// trajectories: n, sum T, and sum of 1 + ceil(max(0, T - K - Delta)/Delta).
+type Expected struct {
+	Order      string `json:"order"`
+	Formula    string `json:"formula"`
+	Items      int64  `json:"items"`
+	Trajectory int64  `json:"trajectory_items"`
+	Step       int64  `json:"step_items"`
+	Window     int64  `json:"window_items"`
+}
+
+// Result is a run's output: the segments data files (already written, in
+// key order), the quarantined trajectories and the summary.
+type Result struct {
+	Files   []lake.File
+	Rejects []schemas.Reject
+	Summary Summary
+}
+
+// Apply stages the result in tx: segments replaced by the run's files;
+// rejects keep the rows of other stages and take this run's in place of
+// earlier segment runs'.
+func (r *Result) Apply(ctx context.Context, l *lake.Lake, tx *lake.Txn) error {
+	if err := tx.Replace(schemas.Segments.Name, r.Files); err != nil {
+		return err
+	}
+	old, err := lake.ReadTable(ctx, l, tx.Base(), schemas.Rejects)
+	if err != nil {
+		return err
+	}
+	var keep []schemas.Reject
+	for _, rj := range old {
+		if rj.Stage != Stage {
+			keep = append(keep, rj)
+		}
+	}
+	if len(keep) == len(old) && len(r.Rejects) == 0 {
+		return nil
+	}
+	return lake.ReplaceTable(ctx, tx, schemas.Rejects, append(keep, r.Rejects...))
+}
+
+// blobDims projects the blobs table on what image token counts need, so
+// that screenshots' bytes are never read.
+type blobDims struct {
+	Hash   string `parquet:"hash"`
+	Width  int32  `parquet:"width"`
+	Height int32  `parquet:"height"`
+}
+
+var blobDimsTable = &schemas.Table[blobDims]{Name: schemas.Blobs.Name}
+
+// readChunk is the number of rows read at a time from each input file.
+const readChunk = 1024
+
+type job struct {
+	seq   int
+	traj  schemas.Trajectory
+	steps []schemas.Step
+	err   *Error // set for orphan steps or a repeated trajectory
+}
+
+type outcome struct {
+	seq    int
+	traj   *schemas.Trajectory
+	rows   []schemas.Segment
+	turns  int
+	merges int
+	err    error
+}
+
+// Run segments the trajectories of snapshot m. It streams trajectories and
+// steps (merged by trajectory id across files), segments trajectories on
+// cfg.Workers goroutines and writes the segments in key order as data files
+// of about cfg.FileTokens tokens each, so memory does not grow with the
+// number of trajectories and the files are the same for any worker count.
+// Nothing is committed: stage the result with Result.Apply.
+func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Tokenizer == nil {
+		return nil, fmt.Errorf("%w: no tokenizer", ErrParams)
+	}
+	codec, err := NewCodec(cfg.Tokenizer)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer %s: %w", cfg.TokenizerInfo.File, err)
+	}
+	if _, ok := m.Tables[schemas.Trajectories.Name]; !ok {
+		return nil, fmt.Errorf("snapshot %s has no trajectories table: run rollout or import first", m.ID)
+	}
+	instructions := map[string]string{}
+	err = lake.ScanTable(ctx, l, m, schemas.Tasks, readChunk, func(rows []schemas.Task) error {
+		for i := range rows {
+			instructions[rows[i].TaskID] = rows[i].Instruction
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	imageTokens, err := imageCounter(ctx, l, m, cfg.Image)
+	if err != nil {
+		return nil, err
+	}
+	workers := max(cfg.Workers, 1)
+	fileTokens := cfg.FileTokens
+	if fileTokens <= 0 {
+		fileTokens = DefaultFileTokens
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan job, workers)
+	outs := make(chan outcome, workers)
+	slots := make(chan struct{}, 4*workers) // bounds jobs in flight, hence the reorder buffer
+	var readErr error
+	go func() {
+		defer close(jobs)
+		readErr = produce(ctx, l, m, slots, jobs)
+	}()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := NewBuilder(codec, cfg.System)
+			for j := range jobs {
+				outs <- work(b, codec, &cfg, instructions, imageTokens, j)
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(outs) }()
+
+	w := newWriter(ctx, l, fileTokens)
+	res := &Result{Summary: Summary{Mode: cfg.Mode, K: cfg.K, Delta: cfg.Delta, Window: cfg.Window}}
+	pending := map[int]outcome{}
+	next := 0
+	var firstErr error
+	for o := range outs {
+		pending[o.seq] = o
+		for {
+			o, ok := pending[next]
+			if !ok {
+				break
+			}
+			delete(pending, next)
+			next++
+			<-slots
+			if firstErr != nil {
+				continue
+			}
+			if o.err != nil {
+				var te *Error
+				if !cfg.Quarantine || !errors.As(o.err, &te) {
+					firstErr = o.err
+					cancel()
+					continue
+				}
+				res.Rejects = append(res.Rejects, reject(te, o.traj))
+				res.Summary.Rejected++
+				continue
+			}
+			res.Summary.add(&cfg.Params, o)
+			if err := w.add(o.rows); err != nil {
+				firstErr = err
+				cancel()
+			}
+			if cfg.Progress != nil {
+				cfg.Progress(next)
+			}
+		}
+	}
+	if firstErr == nil && readErr != nil {
+		firstErr = readErr
+	}
+	files, werr := w.close(firstErr == nil)
+	if firstErr == nil {
+		firstErr = werr
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	res.Files = files
+	res.Summary.finish(&cfg.Params, len(files))
+	return res, nil
+}
+
+// produce merge-joins trajectories and steps by trajectory id and sends one
+// job per trajectory (and per run of orphan steps), in key order.
+func produce(ctx context.Context, l *lake.Lake, m *lake.Manifest, slots chan struct{}, jobs chan<- job) error {
+	trajs := mergeTable(ctx, l, m, schemas.Trajectories, readChunk, schemas.Trajectories.Less)
+	defer trajs.Close()
+	steps := mergeTable(ctx, l, m, schemas.Steps, readChunk, schemas.Steps.Less)
+	defer steps.Close()
+	seq := 0
+	send := func(j job) bool {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return false
+		}
+		j.seq = seq
+		seq++
+		select {
+		case jobs <- j:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	// orphans sends the steps whose trajectory id sorts before limit
+	// ("" = all the rest) as one job per missing trajectory.
+	orphans := func(limit string) bool {
+		for {
+			st, ok := steps.Peek()
+			if !ok || (limit != "" && st.TrajectoryID >= limit) {
+				return true
+			}
+			id := st.TrajectoryID
+			n := 0
+			for st, ok := steps.Peek(); ok && st.TrajectoryID == id; st, ok = steps.Peek() {
+				steps.Next()
+				n++
+			}
+			e := &Error{TrajectoryID: id, Step: -1, Field: "trajectory_id",
+				Err: fmt.Errorf("%d steps rows belong to a trajectory the trajectories table lacks", n)}
+			if !send(job{traj: schemas.Trajectory{TrajectoryID: id}, err: e}) {
+				return false
+			}
+		}
+	}
+	prev := ""
+	for {
+		t, ok := trajs.Next()
+		if !ok {
+			break
+		}
+		if !orphans(t.TrajectoryID) {
+			return ctx.Err()
+		}
+		j := job{traj: t}
+		if t.TrajectoryID == prev {
+			j.err = &Error{TrajectoryID: t.TrajectoryID, Step: -1, Field: "trajectory_id", Err: errors.New("the trajectories table holds it twice")}
+		}
+		prev = t.TrajectoryID
+		for st, ok := steps.Peek(); ok && st.TrajectoryID == t.TrajectoryID; st, ok = steps.Peek() {
+			row, _ := steps.Next()
+			j.steps = append(j.steps, row)
+		}
+		if !send(j) {
+			return ctx.Err()
+		}
+	}
+	if err := trajs.Err(); err != nil {
+		return err
+	}
+	if !orphans("") {
+		return ctx.Err()
+	}
+	return steps.Err()
+}
+
+func work(b *Builder, c *Codec, cfg *Config, instructions map[string]string, imageTokens func(*schemas.Step) (int, error), j job) outcome {
+	o := outcome{seq: j.seq, traj: &j.traj}
+	if j.err != nil {
+		o.err = j.err
+		return o
+	}
+	t := &j.traj
+	instr, ok := instructions[t.TaskID]
+	if !ok {
+		o.err = &Error{TrajectoryID: t.TrajectoryID, Step: -1, Field: "task_id", Err: fmt.Errorf("task %q is not in the tasks table", t.TaskID)}
+		return o
+	}
+	p, err := b.Prepare(Input{Trajectory: t, Steps: j.steps, Instruction: instr, ImageTokens: imageTokens})
+	if err != nil {
+		o.err = err
+		return o
+	}
+	items, merges := Segment(c, p, cfg.Params)
+	o.turns, o.merges = len(p.Turns), merges
+	o.rows = make([]schemas.Segment, len(items))
+	tok := cfg.TokenizerInfo.String()
+	for i, it := range items {
+		o.rows[i] = schemas.Segment{
+			SegmentID: fmt.Sprintf("%s/%s/%04d", t.TrajectoryID, cfg.Mode, i), TrajectoryID: t.TrajectoryID,
+			TaskID: t.TaskID, GroupID: t.GroupID, Index: int32(i), Mode: string(cfg.Mode),
+			InputIDs: it.IDs, LossMask: it.Mask, Logprobs: it.Logp, HasLogprobs: it.HasLogprobs,
+			Images: int32(it.Images), Tokens: int32(len(it.IDs)), ImageTokens: int32(it.ImageTokens),
+			TrainableTokens: int32(it.Trainable), FirstStep: p.Turns[it.First].Step, LastStep: p.Turns[it.Last].Step,
+			TrajectorySteps: int32(len(p.Turns)), Reward: t.Reward, PolicyVersion: t.PolicyVersion, Tokenizer: tok,
+		}
+	}
+	return o
+}
+
+// imageCounter returns the screenshot token count of a step: the fixed
+// count, or smart_resize of its blob's size.
+func imageCounter(ctx context.Context, l *lake.Lake, m *lake.Manifest, spec ImageSpec) (func(*schemas.Step) (int, error), error) {
+	if spec.FixedTokens > 0 {
+		return func(*schemas.Step) (int, error) { return spec.FixedTokens, nil }, nil
+	}
+	type dims struct{ w, h int32 }
+	byHash := map[[32]byte]dims{}
+	err := lake.ScanTable(ctx, l, m, blobDimsTable, 4096, func(rows []blobDims) error {
+		for i := range rows {
+			if k, ok := hashKey(rows[i].Hash); ok {
+				byHash[k] = dims{rows[i].Width, rows[i].Height}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func(st *schemas.Step) (int, error) {
+		if st.Observation == "" {
+			return 0, errors.New("no screenshot recorded (set --image-tokens for data without images)")
+		}
+		k, ok := hashKey(st.Observation)
+		d, found := byHash[k]
+		if !ok || !found {
+			return 0, fmt.Errorf("screenshot blob %s is not in the blobs table (set --image-tokens for data without images)", st.Observation)
+		}
+		n, err := spec.Tokens(int(d.w), int(d.h))
+		if err != nil {
+			return 0, fmt.Errorf("screenshot blob %s: %w", st.Observation, err)
+		}
+		return n, nil
+	}, nil
+}
+
+func hashKey(h string) ([32]byte, bool) {
+	var k [32]byte
+	if len(h) != 64 {
+		return k, false
+	}
+	if _, err := hex.Decode(k[:], []byte(h)); err != nil {
+		return k, false
+	}
+	return k, true
+}
+
+func reject(e *Error, t *schemas.Trajectory) schemas.Reject {
+	raw, _ := json.Marshal(t)
+	return schemas.Reject{Stage: Stage, Source: "trajectories/" + e.TrajectoryID, Line: e.Step,
+		Table: schemas.Segments.Name, Field: e.Field, Reason: e.Error(), Raw: string(raw)}
+}
+
+func (s *Summary) add(p *Params, o outcome) {
+	if o.turns == 0 {
+		s.Empty++
+		return
+	}
+	s.Trajectories++
+	s.Turns += int64(o.turns)
+	s.Merges += int64(o.merges)
+	s.Expected.Items += int64(ExpectedItems(*p, o.turns))
+	s.Expected.Trajectory++
+	s.Expected.Step += int64(o.turns)
+	win := *p
+	if win.Mode != ModeWindow {
+		win.K, win.Delta = DefaultK, DefaultDelta
+	}
+	win.Mode = ModeWindow
+	s.Expected.Window += int64(ExpectedItems(win, o.turns))
+	for i := range o.rows {
+		r := &o.rows[i]
+		s.Items++
+		s.Tokens += int64(r.Tokens)
+		s.ImageTokens += int64(r.ImageTokens)
+		s.Trainable += int64(r.TrainableTokens)
+		s.Images += int64(r.Images)
+		s.MaxTokens = max(s.MaxTokens, int(r.Tokens))
+		s.MaxImages = max(s.MaxImages, int(r.Images))
+		if !r.HasLogprobs {
+			s.WithoutLogprobs++
+		}
+	}
+}
+
+func (s *Summary) finish(p *Params, files int) {
+	s.Files = files
+	if s.Items > 0 {
+		s.TokensPerItem = float64(s.Tokens) / float64(s.Items)
+		s.ImagesPerItem = float64(s.Images) / float64(s.Items)
+	}
+	if s.Trajectories > 0 {
+		s.ItemsPerTraj = float64(s.Items) / float64(s.Trajectories)
+		s.TurnsPerTraj = float64(s.Turns) / float64(s.Trajectories)
+	}
+	switch p.Mode {
+	case ModeTrajectory:
+		s.Expected.Order, s.Expected.Formula = "O(n)", "1 per trajectory"
+	case ModeStep:
+		s.Expected.Order, s.Expected.Formula = "O(nT)", "T per trajectory"
+	case ModeWindow:
+		s.Expected.Order = "O(nT/K)"
+		s.Expected.Formula = fmt.Sprintf("1 + ceil(max(0, T - %d) / %d) per trajectory", p.K+p.Delta, p.Delta)
+	}
+}
+
+// writer turns the ordered row stream into data files of about maxTokens
+// tokens each. Chunk boundaries depend only on the rows, so the files do
+// not depend on timing; files are written on up to two goroutines while
+// the next chunk fills.
+type writer struct {
+	ctx       context.Context
+	l         *lake.Lake
+	maxTokens int
+	buf       []schemas.Segment
+	tokens    int
+	files     [][]lake.File
+	errs      []error
+	sem       chan struct{}
+	wg        sync.WaitGroup
+	mu        sync.Mutex
+}
+
+func newWriter(ctx context.Context, l *lake.Lake, maxTokens int) *writer {
+	return &writer{ctx: ctx, l: l, maxTokens: maxTokens, sem: make(chan struct{}, 2)}
+}
+
+func (w *writer) add(rows []schemas.Segment) error {
+	for i := range rows {
+		w.buf = append(w.buf, rows[i])
+		w.tokens += len(rows[i].InputIDs)
+		if w.tokens >= w.maxTokens {
+			if err := w.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (w *writer) flush() error {
+	w.mu.Lock()
+	for _, e := range w.errs {
+		if e != nil {
+			w.mu.Unlock()
+			return e
+		}
+	}
+	k := len(w.files)
+	w.files = append(w.files, nil)
+	w.errs = append(w.errs, nil)
+	w.mu.Unlock()
+	rows := w.buf
+	w.buf, w.tokens = nil, 0
+	select {
+	case w.sem <- struct{}{}:
+	case <-w.ctx.Done():
+		return w.ctx.Err()
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer func() { <-w.sem }()
+		files, err := lake.WriteRows(w.ctx, w.l, schemas.Segments, rows)
+		w.mu.Lock()
+		w.files[k], w.errs[k] = files, err
+		w.mu.Unlock()
+	}()
+	return nil
+}
+
+// close writes what is left (one file even for no rows, so the table has a
+// schema) and returns the files in order.
+func (w *writer) close(ok bool) ([]lake.File, error) {
+	var err error
+	if ok && (len(w.buf) > 0 || len(w.files) == 0) {
+		err = w.flush()
+	}
+	w.wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	var out []lake.File
+	for k := range w.files {
+		if w.errs[k] != nil {
+			return nil, w.errs[k]
+		}
+		out = append(out, w.files[k]...)
+	}
+	return out, nil
+}

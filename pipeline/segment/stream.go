@@ -1,0 +1,200 @@
+package segment
+
+import "slices"
+
+// Piece is a stretch of context (loss mask 0) with its tokens, as the
+// template renders it: chunks of ids that concatenate to Tokenize(text),
+// where text is the piece's full text (images standing for their pads).
+// Chunks let pieces share the ids of images and template glue.
+type Piece struct {
+	Chunks [][]int32
+	// Len is the total number of ids.
+	Len int
+	// Images and ImageTokens count the screenshots and their pad tokens.
+	Images, ImageTokens int
+	// Head is the text before the piece's first boundary token ("" when it
+	// starts with one) and HeadLen the length of Tokenize(Head); Tail is the
+	// text after its last boundary token; Sealed says whether it has one
+	// (if not, Head == Tail == the whole text). The stream needs them only
+	// where a boundary is not hard.
+	Head    string
+	HeadLen int
+	Tail    string
+	Sealed  bool
+}
+
+// TextPiece makes a piece of plain text (special tokens included).
+func (c *Codec) TextPiece(text string) Piece {
+	ids := c.Encode(text)
+	p := Piece{Chunks: [][]int32{ids}, Len: len(ids)}
+	p.Head, p.Tail, p.Sealed = c.splitMarkers(text)
+	if p.Head != "" {
+		p.HeadLen = len(c.Encode(p.Head))
+	}
+	return p
+}
+
+// IDsPiece makes a piece of pre-tokenized context that starts and ends at a
+// boundary (the benchmark's pre-tokenized input).
+func IDsPiece(ids []int32, images, imageTokens int) Piece {
+	return Piece{Chunks: [][]int32{ids}, Len: len(ids), Images: images, ImageTokens: imageTokens, Sealed: true}
+}
+
+// Concat joins pieces whose junctions are boundaries (the later piece starts
+// with a boundary token, or the earlier ends with one).
+func Concat(ps ...Piece) Piece {
+	var out Piece
+	for i, p := range ps {
+		out.Chunks = append(out.Chunks, p.Chunks...)
+		out.Len += p.Len
+		out.Images += p.Images
+		out.ImageTokens += p.ImageTokens
+		if i == 0 {
+			out.Head, out.HeadLen, out.Tail, out.Sealed = p.Head, p.HeadLen, p.Tail, p.Sealed
+			continue
+		}
+		if p.Sealed {
+			out.Tail, out.Sealed = p.Tail, true
+		} else {
+			out.Tail += p.Tail
+		}
+	}
+	return out
+}
+
+// ImagePiece is one screenshot: <|vision_start|>, n pads, <|vision_end|>.
+// ids must be c.ImageIDs(n) (shared between pieces).
+func ImagePiece(ids []int32, n int) Piece {
+	return Piece{Chunks: [][]int32{ids}, Len: len(ids), Images: 1, ImageTokens: n, Sealed: true}
+}
+
+// Stream is the token-ID stream of Algorithm 2: ids, loss mask and rollout
+// log-probabilities, plus the text of the history after its last boundary
+// token, which is all the token diff ever needs to re-tokenize.
+type Stream struct {
+	IDs  []int32
+	Mask []int8
+	Logp []float32
+	// Images and ImageTokens count the screenshots in the stream.
+	Images, ImageTokens int
+	// Trainable counts mask-1 tokens; NoLogprobs those of them without a
+	// recorded log-probability.
+	Trainable, NoLogprobs int
+	// Merges counts observation appends where the history's last tokens
+	// and the observation's first ones merged under re-tokenization (the
+	// diff then drops the history's side of the merge, as the literal
+	// formula does; the rollout's tokens stay).
+	Merges int
+
+	// tail is the history's text after its last boundary token: strings,
+	// and response ids decoded only when a non-hard boundary needs them.
+	tail []tailPart
+}
+
+type tailPart struct {
+	text string
+	ids  []int32
+}
+
+// Reset empties the stream, giving it fresh arrays of capacity n (the
+// previous arrays belong to whoever took them).
+func (s *Stream) Reset(n int) {
+	*s = Stream{IDs: make([]int32, 0, n), Mask: make([]int8, 0, n), Logp: make([]float32, 0, n), Merges: s.Merges}
+}
+
+func (s *Stream) tailEmpty() bool {
+	for _, t := range s.tail {
+		if t.text != "" || len(t.ids) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Stream) tailText(c *Codec) string {
+	var b []byte
+	for _, t := range s.tail {
+		if t.ids != nil {
+			b = append(b, c.Enc.Decode(t.ids)...)
+		} else {
+			b = append(b, t.text...)
+		}
+	}
+	return string(b)
+}
+
+// AppendContext appends p with mask 0 as the token diff
+// Tokenize(H + p)[len(Tokenize(H)):]. At a hard boundary (p starts with a
+// boundary token, or H ends with one) that is p's own tokens; otherwise the
+// history's tail and p's head are re-tokenized together.
+func (s *Stream) AppendContext(c *Codec, p *Piece) {
+	n0 := len(s.IDs)
+	if p.Head == "" || s.tailEmpty() {
+		for _, ch := range p.Chunks {
+			s.IDs = append(s.IDs, ch...)
+		}
+	} else {
+		tail := s.tailText(c)
+		tailIDs := c.Encode(tail)
+		joint := c.Encode(tail + p.Head)
+		l := len(tailIDs)
+		if len(joint) < l || !slices.Equal(joint[:l], tailIDs) {
+			s.Merges++
+		}
+		if l < len(joint) {
+			s.IDs = append(s.IDs, joint[l:]...)
+		}
+		// The rest of p starts at its first boundary token, so its ids
+		// follow Tokenize(Head) unchanged.
+		skip := p.HeadLen
+		for _, ch := range p.Chunks {
+			if skip >= len(ch) {
+				skip -= len(ch)
+				continue
+			}
+			s.IDs = append(s.IDs, ch[skip:]...)
+			skip = 0
+		}
+	}
+	n := len(s.IDs) - n0
+	s.Mask = append(s.Mask, make([]int8, n)...)
+	s.Logp = append(s.Logp, make([]float32, n)...)
+	s.Images += p.Images
+	s.ImageTokens += p.ImageTokens
+	if p.Sealed {
+		s.tail = append(s.tail[:0], tailPart{text: p.Tail})
+	} else {
+		s.tail = append(s.tail, tailPart{text: p.Tail})
+	}
+}
+
+// AppendResponse appends the rollout's response ids verbatim with mask 1
+// and their log-probabilities (logp nil: not recorded; zeros are written and
+// counted in NoLogprobs).
+func (s *Stream) AppendResponse(c *Codec, ids []int32, logp []float32) {
+	s.IDs = append(s.IDs, ids...)
+	m0 := len(s.Mask)
+	s.Mask = append(s.Mask, make([]int8, len(ids))...)
+	for i := m0; i < len(s.Mask); i++ {
+		s.Mask[i] = 1
+	}
+	if logp != nil {
+		s.Logp = append(s.Logp, logp...)
+	} else {
+		s.Logp = append(s.Logp, make([]float32, len(ids))...)
+		s.NoLogprobs += len(ids)
+	}
+	s.Trainable += len(ids)
+	last := -1
+	for i := len(ids) - 1; i >= 0; i-- {
+		if c.isMarkerID(ids[i]) {
+			last = i
+			break
+		}
+	}
+	if last >= 0 {
+		s.tail = append(s.tail[:0], tailPart{ids: ids[last+1:]})
+	} else {
+		s.tail = append(s.tail, tailPart{ids: ids})
+	}
+}

@@ -1,0 +1,154 @@
+package simdesk
+
+import (
+	"image"
+	"unicode/utf8"
+
+	"github.com/cualake/cualake/pipeline/simdesk/action"
+	"github.com/cualake/cualake/pipeline/simdesk/vfs"
+	"github.com/cualake/cualake/schemas"
+)
+
+// textGoal makes a file hold a text: open it (or start a new document),
+// edit the buffer toward the target with the fewest keystrokes the planner
+// knows (one changed span: move the caret, delete, type), and save. With
+// editorOnly it edits whatever document is open and does not save.
+type textGoal struct {
+	path       string
+	target     string
+	crit       []int
+	editorOnly bool
+}
+
+func (g *textGoal) done(p *planner, d *Desktop) bool { return p.holds(d, g.crit...) }
+
+func (g *textGoal) next(p *planner, d *Desktop) (schemas.Action, error) {
+	if a, ok, err := focusApp(d, "editor"); ok || err != nil {
+		return a, err
+	}
+	e := &d.S.Editor
+	_, exists := d.S.FS.Stat(g.path)
+	if dl := e.Dialog; dl != nil {
+		switch {
+		case dl.Kind == "open" && exists && dl.Error == "" && !g.editorOnly:
+			return fillField(&dl.Field, vfs.Short(g.path), true), nil
+		case dl.Kind == "save_as" && dl.Error == "" && !g.editorOnly:
+			return fillField(&dl.Field, vfs.Short(g.path), true), nil
+		case dl.Kind == "unsaved":
+			btn := "discard"
+			if e.Path == g.path {
+				btn = "ok"
+			}
+			return clickID(d, action.Click, "editor/dlg:btn:"+btn)
+		}
+		return key("escape"), nil
+	}
+	if !g.editorOnly && e.Path != g.path {
+		switch {
+		case exists:
+			return hotkey("ctrl", "o"), nil
+		case e.Path != "":
+			return hotkey("ctrl", "n"), nil
+		}
+	}
+	if cur := e.Buf.Text(); cur != g.target {
+		return editStep(d, g.target)
+	}
+	if g.editorOnly {
+		return action.Simple(action.Done), nil // unreachable: the criterion holds once the text matches
+	}
+	return hotkey("ctrl", "s"), nil
+}
+
+// editStep takes one step of editing the editor's buffer toward target.
+func editStep(d *Desktop, target string) (schemas.Action, error) {
+	b := &d.S.Editor.Buf
+	cur := b.Text()
+	if b.All {
+		if target == "" {
+			return key("backspace"), nil
+		}
+		return typeText(target), nil
+	}
+	start, del, ins := diffSpan(cur, target)
+	tlen := utf8.RuneCountInString(target)
+	if cur != "" && (del > action.MaxRepeat || del+utf8.RuneCountInString(ins) > tlen*3/5+20) && target != "" {
+		return hotkey("ctrl", "a"), nil // retyping is shorter than editing
+	}
+	if b.Offset() != start {
+		return moveCaret(d, cur, start)
+	}
+	if del > 0 {
+		return action.KeyAction("delete", del), nil
+	}
+	return typeText(ins), nil
+}
+
+// diffSpan returns the one span where cur and target differ: its start (in
+// runes), how many runes of cur to delete there and what to insert.
+func diffSpan(cur, target string) (int, int, string) {
+	a, b := []rune(cur), []rune(target)
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	return pre, len(a) - pre - suf, string(b[pre : len(b)-suf])
+}
+
+// moveCaret puts the editor's caret at a rune offset: ctrl+end for the end,
+// a click when the line is on screen, else a scroll toward it.
+func moveCaret(d *Desktop, text string, off int) (schemas.Action, error) {
+	b := &d.S.Editor.Buf
+	if off == utf8.RuneCountInString(text) {
+		return hotkey("ctrl", "end"), nil
+	}
+	if off == 0 {
+		return hotkey("ctrl", "home"), nil
+	}
+	line, col := 0, 0
+	for i, r := range []rune(text) {
+		if i == off {
+			break
+		}
+		if r == '\n' {
+			line, col = line+1, 0
+		} else {
+			col++
+		}
+	}
+	l := layoutEditor(d.contentRect("editor"))
+	top := min(max(b.Top, 0), max(len(b.Lines)-1, 0))
+	if line < top || line >= top+l.rows {
+		return scrollToward(d, "editor/text", line, top, l.rows, 3)
+	}
+	o := l.textOrigin()
+	return pointAction(d, action.Click, image.Pt(o.X+col*charW, o.Y+(line-top)*lineH+lineH/2)), nil
+}
+
+// saveGoal saves the editor's document (through Save As when untitled,
+// keeping the suggested name).
+type saveGoal struct{ crit []int }
+
+func (g *saveGoal) done(p *planner, d *Desktop) bool { return p.holds(d, g.crit...) }
+
+func (g *saveGoal) next(p *planner, d *Desktop) (schemas.Action, error) {
+	if a, ok, err := focusApp(d, "editor"); ok || err != nil {
+		return a, err
+	}
+	if dl := d.S.Editor.Dialog; dl != nil {
+		switch dl.Kind {
+		case "save_as":
+			if dl.Error == "" {
+				return key("enter"), nil
+			}
+		case "unsaved":
+			return clickID(d, action.Click, "editor/dlg:btn:ok")
+		}
+		return key("escape"), nil
+	}
+	return hotkey("ctrl", "s"), nil
+}
