@@ -32,12 +32,9 @@ func newAddedMatcher(toks []addedToken) *addedMatcher {
 			}
 			n = nx
 		}
-		// A duplicate content keeps the first entry, like the reference's
-		// Map built from added_tokens (later set() calls win there too, but
-		// both map the content to ids through the same vocab override).
-		if m.nodes[n].tok < 0 {
-			m.nodes[n].tok = int32(i)
-		}
+		// A repeated content takes its last entry, as in the reference's
+		// Maps built from added_tokens.
+		m.nodes[n].tok = int32(i)
 		m.first[tok.content[0]] = true
 	}
 	return m

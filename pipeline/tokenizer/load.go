@@ -30,42 +30,44 @@ type addedTokenJSON struct {
 type modelJSON struct {
 	Type                    string           `json:"type"`
 	Vocab                   map[string]int32 `json:"vocab"`
-	Merges                  []mergeJSON      `json:"merges"`
+	Merges                  json.RawMessage  `json:"merges"`
 	IgnoreMerges            bool             `json:"ignore_merges"`
 	EndOfWordSuffix         *string          `json:"end_of_word_suffix"`
 	ContinuingSubwordPrefix *string          `json:"continuing_subword_prefix"`
 	Dropout                 *float64         `json:"dropout"`
 }
 
-// mergeJSON accepts both merge encodings: "a b" (tokenizers < 0.20) and
-// ["a", "b"].
-type mergeJSON [2]string
-
-func (m *mergeJSON) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
+// parseMerges accepts both merge encodings: ["a b", ...] (tokenizers <
+// 0.20) and [["a", "b"], ...]. Decoding into plain slices (no per-element
+// UnmarshalJSON) keeps loading fast.
+func parseMerges(raw json.RawMessage) ([][2]string, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	rest := bytes.TrimLeft(bytes.TrimSpace(raw)[1:], " \t\r\n")
+	if len(rest) > 0 && rest[0] == '"' {
+		var strs []string
+		if err := json.Unmarshal(raw, &strs); err != nil {
+			return nil, fmt.Errorf("malformed model.merges: %w", err)
 		}
-		// Same as the reference's x.split(" ", 2): anything after a second
-		// space is dropped.
-		parts := strings.Split(s, " ")
-		if len(parts) < 2 {
-			return fmt.Errorf("merge %q has no space", s)
+		pairs := make([][2]string, len(strs))
+		for i, s := range strs {
+			// Same as the reference's x.split(" ", 2): anything after a
+			// second space is dropped.
+			a, b, ok := strings.Cut(s, " ")
+			if !ok {
+				return nil, fmt.Errorf("malformed model.merges: merge %d %q has no space", i, s)
+			}
+			b, _, _ = strings.Cut(b, " ")
+			pairs[i] = [2]string{a, b}
 		}
-		m[0], m[1] = parts[0], parts[1]
-		return nil
+		return pairs, nil
 	}
-	var pair []string
-	if err := json.Unmarshal(b, &pair); err != nil {
-		return err
+	var pairs [][2]string
+	if err := json.Unmarshal(raw, &pairs); err != nil {
+		return nil, fmt.Errorf("malformed model.merges: %w", err)
 	}
-	if len(pair) != 2 {
-		return fmt.Errorf("merge %s is not a pair", b)
-	}
-	m[0], m[1] = pair[0], pair[1]
-	return nil
+	return pairs, nil
 }
 
 // typed is the "type" field common to normalizer, pre_tokenizer and decoder
@@ -123,7 +125,7 @@ func parse(data []byte) (*Tokenizer, error) {
 	}
 	m := f.Model
 	typ := m.Type
-	if typ == "" && m.Merges != nil {
+	if typ == "" && !isNull(m.Merges) {
 		typ = "BPE" // old files omit the type; the reference infers it the same way
 	}
 	if typ != "BPE" {
@@ -155,7 +157,11 @@ func parse(data []byte) (*Tokenizer, error) {
 	if err := t.setVocab(m.Vocab, f.AddedTokens); err != nil {
 		return nil, err
 	}
-	if err := t.setMerges(m.Merges); err != nil {
+	merges, err := parseMerges(m.Merges)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.setMerges(merges); err != nil {
 		return nil, err
 	}
 	t.cache.init()
@@ -285,7 +291,7 @@ func (t *Tokenizer) setVocab(vocab map[string]int32, added []addedTokenJSON) err
 // setMerges builds the pair→merge table. A merge whose parts are not tokens
 // can never fire (every BPE symbol is a token) and is skipped; a merge whose
 // result is not a token makes the file unusable.
-func (t *Tokenizer) setMerges(merges []mergeJSON) error {
+func (t *Tokenizer) setMerges(merges [][2]string) error {
 	t.merges = make(map[uint64]mergeVal, len(merges))
 	for rank, mg := range merges {
 		a, okA := t.vocab[mg[0]]

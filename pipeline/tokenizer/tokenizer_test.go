@@ -315,6 +315,19 @@ func TestGeneralPath(t *testing.T) {
 		})
 	}
 
+	// Merges in the old "a b" string form load the same.
+	old := tinyTokenizer(gpt2)
+	var strMerges []string
+	for _, m := range old["model"].(map[string]any)["merges"].([][2]string) {
+		strMerges = append(strMerges, m[0]+" "+m[1])
+	}
+	old["model"].(map[string]any)["merges"] = strMerges
+	if tok, err := Load(writeJSON(t, old)); err != nil {
+		t.Errorf("string merges: %v", err)
+	} else if got, want := tok.Encode("hello world"), []int32{259, 261, 'r', 'l', 'd'}; !slices.Equal(got, want) {
+		t.Errorf("string merges: Encode = %v, want %v", got, want)
+	}
+
 	// ignore_merges: a word in the vocab is taken whole.
 	f := tinyTokenizer(gpt2)
 	f["model"].(map[string]any)["ignore_merges"] = true
@@ -348,6 +361,8 @@ func TestLoadErrors(t *testing.T) {
 	delete(badMerge["model"].(map[string]any)["vocab"].(map[string]int), "he")
 	noModel := tinyTokenizer(gpt2)
 	delete(noModel, "model")
+	badMerges := tinyTokenizer(gpt2)
+	badMerges["model"].(map[string]any)["merges"] = []string{"h e", "nospace"}
 
 	for _, tc := range []struct {
 		name  string
@@ -363,6 +378,7 @@ func TestLoadErrors(t *testing.T) {
 		{"byte missing", writeJSON(t, noByte), nil, []string{"byte 0x61"}},
 		{"merge result missing", writeJSON(t, badMerge), nil, []string{"not in the vocab"}},
 		{"no model", writeJSON(t, noModel), nil, []string{"no \"model\""}},
+		{"merge without space", writeJSON(t, badMerges), nil, []string{"\"nospace\" has no space"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tok, err := Load(tc.path)
