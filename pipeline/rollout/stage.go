@@ -42,9 +42,11 @@ func DefaultParams() Params {
 // Episode is one finished rollout: its trajectory row, its steps and the
 // blobs (screenshots, trees, final state) it referenced.
 type Episode struct {
-	Trajectory schemas.Trajectory
-	Steps      []schemas.Step
-	Blobs      []schemas.Blob
+	Task          schemas.Task
+	Trajectory    schemas.Trajectory
+	Steps         []schemas.Step
+	Blobs         []schemas.Blob
+	Verifications []schemas.Verification // filled by a Verifier, if any
 }
 
 // EnvFactory makes one environment per worker.
@@ -192,7 +194,7 @@ func runEpisode(ctx context.Context, env simdesk.Env, f AgentFactory, task schem
 	traj := schemas.Trajectory{TrajectoryID: TrajectoryID(task.TaskID, p.Iteration, idx), TaskID: task.TaskID, Domain: task.Domain,
 		GroupID: GroupID(task.TaskID, p.Iteration), Policy: f.Name(), PolicyVersion: f.Version(), Iteration: p.Iteration,
 		Seed: seed, Source: "rollout"}
-	ep := Episode{}
+	ep := Episode{Task: task}
 	blobs := map[string]bool{}
 	addBlob := func(b []byte, mime string) string {
 		if b == nil {

@@ -59,6 +59,9 @@ func agentFactory(c *cli.Context, l *lake.Lake, m *lake.Manifest) (rollout.Agent
 	return nil, usageErr("--policy %q: want random, oracle, openai or checkpoint[:VERSION]", name)
 }
 
+// newVerifier is installed by the verifier's command file; nil until then.
+var newVerifier func(c *cli.Context) (rollout.Verifier, error)
+
 // checkpointPolicy is replaced once the trainer can serve rollouts.
 var checkpointPolicy = func(c *cli.Context, l *lake.Lake, m *lake.Manifest, version string) (rollout.AgentFactory, error) {
 	return nil, fmt.Errorf("--policy checkpoint: %w", ErrNotBuilt)
@@ -78,10 +81,17 @@ func runRollout(c *cli.Context) error {
 	if tx.Parent() != "" {
 		in = tx.Base()
 	}
-	switch c.String("reward") {
+	reward := c.String("reward")
+	var verifier rollout.Verifier
+	switch reward {
 	case "judge":
 	case "verifier", "both":
-		return fmt.Errorf("--reward %s: the verifier: %w", c.String("reward"), ErrNotBuilt)
+		if newVerifier == nil {
+			return fmt.Errorf("--reward %s: the verifier: %w", reward, ErrNotBuilt)
+		}
+		if verifier, err = newVerifier(c); err != nil {
+			return err
+		}
 	default:
 		return usageErr("--reward: want judge, verifier or both")
 	}
@@ -117,12 +127,21 @@ func runRollout(c *cli.Context) error {
 		}
 	}
 	trajs := lake.NewAppender(ctx, tx, schemas.Trajectories, 1<<16)
+	verifs := lake.NewAppender(ctx, tx, schemas.Verifications, 1<<16)
 	steps := lake.NewAppender(ctx, tx, schemas.Steps, 1<<16)
 	blobs := lake.NewAppender(ctx, tx, schemas.Blobs, 512)
 	sum := rollout.Summary{Tasks: len(tasks)}
 	bar := progress.New(os.Stderr, "rollout "+f.Name(), len(tasks)*p.N, c.Bool("json"))
 	err = rollout.Run(ctx, tasks, f, rollout.SimEnvs(p), p, func(ep rollout.Episode) error {
 		bar.Add(1)
+		if verifier != nil {
+			if err := rollout.ApplyVerifier(ctx, verifier, reward, &ep); err != nil {
+				return err
+			}
+			if err := verifs.Add(ep.Verifications...); err != nil {
+				return err
+			}
+		}
 		sum.Add(ep)
 		if err := trajs.Add(ep.Trajectory); err != nil {
 			return err
@@ -145,7 +164,7 @@ func runRollout(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, a := range []interface{ Close() error }{trajs, steps, blobs} {
+	for _, a := range []interface{ Close() error }{trajs, steps, blobs, verifs} {
 		if err := a.Close(); err != nil {
 			return err
 		}
@@ -155,7 +174,7 @@ func runRollout(c *cli.Context) error {
 		inputs = []string{in.ID}
 	}
 	m, err := tx.Commit(ctx, lake.CommitInfo{Stage: "rollout", Seed: p.Seed, Inputs: inputs,
-		Params: p.MarshalParams(f.Name(), map[string]any{"policy_version": f.Version(), "tasks": len(tasks), "from_batch": plan.FromBatch, "pool": plan.PoolFrom})})
+		Params: p.MarshalParams(f.Name(), map[string]any{"policy_version": f.Version(), "tasks": len(tasks), "from_batch": plan.FromBatch, "pool": plan.PoolFrom, "reward": reward})})
 	if err != nil {
 		return err
 	}
