@@ -563,3 +563,33 @@ var Rejects = register(&Table[Reject]{
 		return firstErr(required("stage", r.Stage), required("source", r.Source), required("reason", r.Reason))
 	},
 })
+
+// SamplerSim is one iteration of one sampler in the sampler simulator
+// (`cualake simulate samplers`).
+type SamplerSim struct {
+	Sampler           string  `parquet:"sampler" json:"sampler"`
+	Iteration         int32   `parquet:"iteration" json:"iteration"`
+	EvalReward        float64 `parquet:"eval_reward" json:"eval_reward"`
+	EvalRewardSD      float64 `parquet:"eval_reward_sd" json:"eval_reward_sd"`
+	ZeroVarianceShare float64 `parquet:"zero_variance_share" json:"zero_variance_share"`
+	FrontierSize      float64 `parquet:"frontier_size" json:"frontier_size"`
+	TrainGroups       float64 `parquet:"train_groups" json:"train_groups"`
+	Seeds             int32   `parquet:"seeds" json:"seeds"`
+}
+
+// SamplerSims holds the sampler simulator's series.
+var SamplerSims = register(&Table[SamplerSim]{
+	Name: "sampler_sim", Version: 1, Key: []string{"sampler", "iteration"},
+	Doc:   "one row per sampler and iteration of the sampler simulator: eval reward, zero-variance share, frontier size",
+	KeyOf: func(r *SamplerSim) string { return r.Sampler + "/" + pad(int64(r.Iteration)) },
+	Less: func(a, b *SamplerSim) bool {
+		if a.Sampler != b.Sampler {
+			return a.Sampler < b.Sampler
+		}
+		return a.Iteration < b.Iteration
+	},
+	Validate: func(r *SamplerSim) error {
+		return firstErr(required("sampler", r.Sampler), rate("eval_reward", r.EvalReward), rate("zero_variance_share", r.ZeroVarianceShare),
+			finite("frontier_size", r.FrontierSize))
+	},
+})

@@ -82,3 +82,14 @@ func PlanRun(ctx context.Context, l *lake.Lake, m *lake.Manifest) (*Plan, error)
 	p.Tasks = pool
 	return p, nil
 }
+
+// FilterSplit keeps the tasks of one split.
+func FilterSplit(tasks []schemas.Task, split string) []schemas.Task {
+	var out []schemas.Task
+	for _, t := range tasks {
+		if t.Split == split {
+			out = append(out, t)
+		}
+	}
+	return out
+}

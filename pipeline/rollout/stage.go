@@ -29,6 +29,7 @@ type Params struct {
 	Iteration         int32   `json:"iteration"`
 	IncompletePenalty float64 `json:"incomplete_penalty"`
 	TreeOnly          bool    `json:"tree_only"` // skip screenshots (faster; segments then need fixed image tokens)
+	Eval              bool    `json:"eval"`      // evaluation episodes: source "eval", ids prefixed, never sampled or trained on
 	Width             int     `json:"width"`
 	Height            int     `json:"height"`
 }
@@ -194,6 +195,13 @@ func runEpisode(ctx context.Context, env simdesk.Env, f AgentFactory, task schem
 	traj := schemas.Trajectory{TrajectoryID: TrajectoryID(task.TaskID, p.Iteration, idx), TaskID: task.TaskID, Domain: task.Domain,
 		GroupID: GroupID(task.TaskID, p.Iteration), Policy: f.Name(), PolicyVersion: f.Version(), Iteration: p.Iteration,
 		Seed: seed, Source: "rollout"}
+	if p.Eval {
+		// Evaluation episodes get their own ids so they never collide with
+		// (or are mistaken for) training rollouts of the same iteration.
+		traj.TrajectoryID, traj.GroupID, traj.Source = "eval:"+traj.TrajectoryID, "eval:"+traj.GroupID, "eval"
+		seed = EpisodeSeed(p.Seed^0x6576616c, task.TaskID, idx)
+		traj.Seed = seed
+	}
 	ep := Episode{Task: task}
 	blobs := map[string]bool{}
 	addBlob := func(b []byte, mime string) string {

@@ -1,6 +1,8 @@
 package samplersim
 
 import (
+	"github.com/cualake/cualake/schemas"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -16,18 +18,8 @@ func (r *Result) JSON() ([]byte, error) {
 	return json.MarshalIndent(r.Samplers, "", "  ")
 }
 
-// Row is one iteration of one sampler, for committing the simulation as a
-// table (key: sampler, iteration).
-type Row struct {
-	Sampler           string  `parquet:"sampler" json:"sampler"`
-	Iteration         int32   `parquet:"iteration" json:"iteration"`
-	EvalReward        float64 `parquet:"eval_reward" json:"eval_reward"`
-	EvalRewardSD      float64 `parquet:"eval_reward_sd" json:"eval_reward_sd"`
-	ZeroVarianceShare float64 `parquet:"zero_variance_share" json:"zero_variance_share"`
-	FrontierSize      float64 `parquet:"frontier_size" json:"frontier_size"`
-	TrainGroups       float64 `parquet:"train_groups" json:"train_groups"`
-	Seeds             int32   `parquet:"seeds" json:"seeds"`
-}
+// Row is one iteration of one sampler; the type is the sampler_sim table's.
+type Row = schemas.SamplerSim
 
 // Rows flattens the result, sorted by sampler then iteration.
 func (r *Result) Rows() []Row {

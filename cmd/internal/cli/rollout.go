@@ -36,6 +36,9 @@ Example:
 			&cli.Int64Flag{Name: "seed", Usage: "run seed; episode seeds derive from it and (task, index)"},
 			&cli.StringFlag{Name: "reward", Value: "judge", Usage: "judge, verifier or both"},
 			&cli.BoolFlag{Name: "tree-only", Usage: "skip screenshots (faster)"},
+			&cli.BoolFlag{Name: "eval", Usage: "evaluation episodes: recorded with source eval, never sampled or trained on"},
+			&cli.StringFlag{Name: "split", Usage: "only tasks of this split (train or heldout)"},
+			&cli.IntFlag{Name: "iteration", Value: -1, Usage: "record episodes under this iteration (default: the batch's, or the next)"},
 			&cli.StringFlag{Name: "endpoint", EnvVars: []string{"OPENAI_BASE_URL"}, Usage: "openai policy: base URL of an OpenAI-compatible server"},
 			&cli.StringFlag{Name: "model", Usage: "openai policy: model name"},
 		},
@@ -103,6 +106,9 @@ func runRollout(c *cli.Context) error {
 	if s := c.String("tasks"); s != "" {
 		ids = strings.Split(s, ",")
 	}
+	if split := c.String("split"); split != "" {
+		plan.Tasks = rollout.FilterSplit(plan.Tasks, split)
+	}
 	tasks, err := rollout.SelectTasks(plan.Tasks, ids, c.Int("limit-tasks"))
 	if ids != nil && err != nil && plan.FromBatch {
 		// --tasks may name any pool task, not only the batch's.
@@ -120,6 +126,20 @@ func runRollout(c *cli.Context) error {
 	}
 	p := rollout.DefaultParams()
 	p.N, p.MaxTurns, p.Workers, p.Seed, p.Iteration, p.TreeOnly = c.Int("n"), c.Int("max-turns"), c.Int("workers"), c.Int64("seed"), plan.Iteration, c.Bool("tree-only")
+	p.Eval = c.Bool("eval")
+	if it := c.Int("iteration"); it >= 0 {
+		p.Iteration = int32(it)
+	}
+	if plan.PoolFrom == "builtin" {
+		// The lake records the pool its trajectories came from.
+		pool, err := rollout.PlanRun(ctx, l, nil)
+		if err != nil {
+			return err
+		}
+		if err := lake.ReplaceTable(ctx, tx, schemas.Tasks, pool.Tasks); err != nil {
+			return err
+		}
+	}
 	known := map[string]bool{}
 	if in != nil {
 		if known, err = lake.BlobHashes(ctx, l, in); err != nil {

@@ -2,19 +2,187 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/sample"
+	"github.com/cualake/cualake/pipeline/samplersim"
+	"github.com/cualake/cualake/schemas"
 )
 
-// The sample stage is not built yet; it says so and exits non-zero (code 5).
 func init() {
 	register(&cli.Command{
-		Name:        "sample",
-		Usage:       "the sample stage (not built yet)",
-		Description: "Example: cualake sample --lake ./data/lake",
-		Flags:       []cli.Flag{lakeFlag, jsonFlag},
-		Action: func(c *cli.Context) error {
-			return fmt.Errorf("the sample stage: %w", ErrNotBuilt)
+		Name:  "sample",
+		Usage: "update pass-rate EMAs from the newest rollouts and pick the next batch",
+		Description: `Folds the newest rolled-out iteration into each task's EMA (the first pass keeps the pool to
+[p_min, p_max]), writes one pass_rates row per task, and picks B tasks for the next iteration into batches.
+
+Example:
+   cualake sample --sampler frontier --batch 32 --seed 1
+   cualake sample --sampler dtac --beta 0.7 --json`,
+		Flags: []cli.Flag{lakeFlag, jsonFlag,
+			&cli.StringFlag{Name: "in", Usage: "input snapshot (default main)"},
+			&cli.StringFlag{Name: "sampler", Value: "frontier", Usage: "frontier, dtac, uniform, curriculum or dapo"},
+			&cli.IntFlag{Name: "batch", Value: 32, Usage: "B, tasks per iteration"},
+			&cli.Int64Flag{Name: "seed", Usage: "seed of every draw"},
+			&cli.Float64Flag{Name: "alpha", Value: sample.ScaleCUAAlpha, Usage: "EMA weight of the new observation (ScaleCUA 0.2)"},
+			&cli.Float64Flag{Name: "beta", Usage: "EvoCUA's EMA weight of the old estimate (0.7); sets alpha = 1 - beta"},
+			&cli.Float64Flag{Name: "p-min", Value: sample.DefaultPMin, Usage: "initial pool lower bound"},
+			&cli.Float64Flag{Name: "p-max", Value: sample.DefaultPMax, Usage: "initial pool upper bound"},
+			&cli.Float64Flag{Name: "mu", Value: sample.DefaultFrontier().Mu, Usage: "frontier weight centre"},
+			&cli.Float64Flag{Name: "sigma", Value: sample.DefaultFrontier().Sigma, Usage: "frontier weight width"},
+			&cli.Float64Flag{Name: "gamma", Value: sample.DefaultFrontier().Gamma, Usage: "share of the batch drawn uniformly outside the frontier pool"},
 		},
+		Action: runSample,
+	}, &cli.Command{
+		Name:  "simulate",
+		Usage: "simulators that help choose settings before spending GPU hours",
+		Subcommands: []*cli.Command{{
+			Name:  "samplers",
+			Usage: "run every sampler on a synthetic learner under one budget and compare",
+			Description: `The learner's model is in docs/samplers.md. Writes the series as the sampler_sim table (one commit)
+and an SVG chart.
+
+Example:
+   cualake simulate samplers --seed 1 --iterations 150 --json
+   cualake simulate samplers --iterations 50 --chart samplers.svg`,
+			Flags: []cli.Flag{lakeFlag, jsonFlag,
+				&cli.Int64Flag{Name: "seed", Value: 1, Usage: "first seed (the simulation averages over --seeds seeds)"},
+				&cli.IntFlag{Name: "seeds", Value: 3, Usage: "number of seeds"},
+				&cli.IntFlag{Name: "iterations", Value: 150, Usage: "iterations per run"},
+				&cli.IntFlag{Name: "tasks", Value: 3000, Usage: "tasks of hidden difficulty"},
+				&cli.StringFlag{Name: "chart", Value: "out/samplers.svg", Usage: "where to write the SVG chart"},
+				&cli.BoolFlag{Name: "no-commit", Usage: "do not commit the table"},
+			},
+			Action: runSimulateSamplers,
+		}},
+		Description: "Example: cualake simulate samplers --json",
 	})
+}
+
+func runSample(c *cli.Context) error {
+	ctx := c.Context
+	l, err := openLake(c, false)
+	if err != nil {
+		return err
+	}
+	tx, err := l.Begin(ctx, c.String("in"))
+	if err != nil {
+		return err
+	}
+	if tx.Parent() == "" {
+		return fmt.Errorf("sample: the lake has no snapshot; import or synthesize tasks and roll them out first")
+	}
+	in := tx.Base()
+	p := sample.DefaultStageParams()
+	p.Sampler, p.BatchSize, p.Seed = c.String("sampler"), c.Int("batch"), c.Int64("seed")
+	p.EMA = sample.EMAParams{Alpha: c.Float64("alpha"), PMin: c.Float64("p-min"), PMax: c.Float64("p-max")}
+	if c.IsSet("beta") {
+		p.EMA.Alpha = sample.AlphaFromBeta(c.Float64("beta"))
+	}
+	p.Frontier.Mu, p.Frontier.Sigma, p.Frontier.Gamma = c.Float64("mu"), c.Float64("sigma"), c.Float64("gamma")
+	var input sample.StageInput
+	if input.Tasks, err = lake.ReadTable(ctx, l, in, schemas.Tasks); err != nil {
+		return err
+	}
+	if input.History, err = lake.ReadTable(ctx, l, in, schemas.PassRates); err != nil {
+		return err
+	}
+	if input.Batches, err = lake.ReadTable(ctx, l, in, schemas.Batches); err != nil {
+		return err
+	}
+	err = lake.ScanTable(ctx, l, in, schemas.Trajectories, 4096, func(rows []schemas.Trajectory) error {
+		for _, r := range rows {
+			if r.Source == "rollout" {
+				input.Trajectories = append(input.Trajectories, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	out, err := sample.RunStage(input, p)
+	if err != nil {
+		return err
+	}
+	if err := lake.AppendTable(ctx, tx, schemas.PassRates, out.PassRates); err != nil {
+		return err
+	}
+	if err := lake.AppendTable(ctx, tx, schemas.Batches, out.Batch); err != nil {
+		return err
+	}
+	m, err := tx.Commit(ctx, lake.CommitInfo{Stage: "sample", Seed: p.Seed, Inputs: []string{in.ID}, Params: p})
+	if err != nil {
+		return err
+	}
+	channels := map[string]int{}
+	for _, b := range out.Batch {
+		channels[b.Channel]++
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, map[string]any{"snapshot": m.ID, "iteration": out.Iteration, "observed_iteration": out.Observed,
+			"sampler": p.Sampler, "batch": len(out.Batch), "channels": channels, "in_pool": out.InPool, "rated": out.Rated, "pass_rate_rows": len(out.PassRates)})
+	}
+	if out.Observed >= 0 {
+		fmt.Fprintf(c.App.Writer, "pass rates: folded iteration %d into %d tasks (%d rated, %d in pool)\n", out.Observed, len(out.PassRates), out.Rated, out.InPool)
+	}
+	fmt.Fprintf(c.App.Writer, "batch for iteration %d: %d tasks by %s %v\nsnapshot %s\n", out.Iteration, len(out.Batch), p.Sampler, channels, m.ID)
+	return nil
+}
+
+func runSimulateSamplers(c *cli.Context) error {
+	cfg := samplersim.DefaultConfig()
+	cfg.Iterations, cfg.Tasks = c.Int("iterations"), c.Int("tasks")
+	cfg.Seeds = nil
+	for i := 0; i < c.Int("seeds"); i++ {
+		cfg.Seeds = append(cfg.Seeds, uint64(c.Int64("seed"))+uint64(i))
+	}
+	res, err := samplersim.Run(cfg)
+	if err != nil {
+		return err
+	}
+	if chart := c.String("chart"); chart != "" {
+		if err := os.MkdirAll(filepath.Dir(chart), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(chart, res.SVG(), 0o644); err != nil {
+			return fmt.Errorf("--chart: %w", err)
+		}
+	}
+	snapshot := ""
+	if !c.Bool("no-commit") {
+		l, err := openLake(c, true)
+		if err != nil {
+			return err
+		}
+		tx, err := l.Begin(c.Context, "")
+		if err != nil {
+			return err
+		}
+		if err := lake.ReplaceTable(c.Context, tx, schemas.SamplerSims, res.Rows()); err != nil {
+			return err
+		}
+		m, err := tx.Commit(c.Context, lake.CommitInfo{Stage: "simulate-samplers", Seed: c.Int64("seed"), Params: cfg})
+		if err != nil {
+			return err
+		}
+		snapshot = m.ID
+	}
+	if c.Bool("json") {
+		b, err := res.JSON()
+		if err != nil {
+			return err
+		}
+		_, err = c.App.Writer.Write(append(b, '\n'))
+		return err
+	}
+	fmt.Fprint(c.App.Writer, res.Summary())
+	if snapshot != "" {
+		fmt.Fprintf(c.App.Writer, "table sampler_sim committed in snapshot %s; chart %s\n", snapshot, c.String("chart"))
+	}
+	return nil
 }
