@@ -29,14 +29,17 @@ type Params struct {
 	Iteration         int32   `json:"iteration"`
 	IncompletePenalty float64 `json:"incomplete_penalty"`
 	TreeOnly          bool    `json:"tree_only"` // skip screenshots (faster; segments then need fixed image tokens)
-	Eval              bool    `json:"eval"`      // evaluation episodes: source "eval", ids prefixed, never sampled or trained on
-	Width             int     `json:"width"`
-	Height            int     `json:"height"`
+	// Source labels the episodes: "rollout" (training rollouts, the only ones
+	// sample and train read), "eval" (held-out evaluation) or "warmstart"
+	// (demonstrations for supervised warm start). Other sources prefix ids.
+	Source string `json:"source"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
 }
 
 // DefaultParams are the papers' defaults: groups of 8, at most 50 turns.
 func DefaultParams() Params {
-	return Params{N: 8, MaxTurns: 50, Workers: runtime.NumCPU(), IncompletePenalty: IncompletePenalty,
+	return Params{N: 8, MaxTurns: 50, Workers: runtime.NumCPU(), IncompletePenalty: IncompletePenalty, Source: "rollout",
 		Width: simdesk.DefaultWidth, Height: simdesk.DefaultHeight}
 }
 
@@ -71,6 +74,12 @@ func EpisodeSeed(seed int64, taskID string, idx int) int64 {
 	binary.LittleEndian.PutUint64(b[:], uint64(idx))
 	h.Write(b[:])
 	return int64(h.Sum64() & (1<<62 - 1))
+}
+
+func fnvString(s string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return h.Sum32()
 }
 
 // GroupID names the rollout group of a task in an iteration.
@@ -195,11 +204,11 @@ func runEpisode(ctx context.Context, env simdesk.Env, f AgentFactory, task schem
 	traj := schemas.Trajectory{TrajectoryID: TrajectoryID(task.TaskID, p.Iteration, idx), TaskID: task.TaskID, Domain: task.Domain,
 		GroupID: GroupID(task.TaskID, p.Iteration), Policy: f.Name(), PolicyVersion: f.Version(), Iteration: p.Iteration,
 		Seed: seed, Source: "rollout"}
-	if p.Eval {
-		// Evaluation episodes get their own ids so they never collide with
-		// (or are mistaken for) training rollouts of the same iteration.
-		traj.TrajectoryID, traj.GroupID, traj.Source = "eval:"+traj.TrajectoryID, "eval:"+traj.GroupID, "eval"
-		seed = EpisodeSeed(p.Seed^0x6576616c, task.TaskID, idx)
+	if p.Source != "" && p.Source != "rollout" {
+		// Other episodes get their own ids and seeds so they never collide
+		// with (or are mistaken for) training rollouts of the same iteration.
+		traj.TrajectoryID, traj.GroupID, traj.Source = p.Source+":"+traj.TrajectoryID, p.Source+":"+traj.GroupID, p.Source
+		seed = EpisodeSeed(p.Seed^int64(fnvString(p.Source)), task.TaskID, idx)
 		traj.Seed = seed
 	}
 	ep := Episode{Task: task}

@@ -36,7 +36,7 @@ Example:
 			&cli.Int64Flag{Name: "seed", Usage: "run seed; episode seeds derive from it and (task, index)"},
 			&cli.StringFlag{Name: "reward", Value: "judge", Usage: "judge, verifier or both"},
 			&cli.BoolFlag{Name: "tree-only", Usage: "skip screenshots (faster)"},
-			&cli.BoolFlag{Name: "eval", Usage: "evaluation episodes: recorded with source eval, never sampled or trained on"},
+			&cli.StringFlag{Name: "source", Value: "rollout", Usage: "rollout (training), eval (held-out evaluation, never trained on) or warmstart (demonstrations)"},
 			&cli.StringFlag{Name: "split", Usage: "only tasks of this split (train or heldout)"},
 			&cli.IntFlag{Name: "iteration", Value: -1, Usage: "record episodes under this iteration (default: the batch's, or the next)"},
 			&cli.StringFlag{Name: "endpoint", EnvVars: []string{"OPENAI_BASE_URL"}, Usage: "openai policy: base URL of an OpenAI-compatible server"},
@@ -126,7 +126,11 @@ func runRollout(c *cli.Context) error {
 	}
 	p := rollout.DefaultParams()
 	p.N, p.MaxTurns, p.Workers, p.Seed, p.Iteration, p.TreeOnly = c.Int("n"), c.Int("max-turns"), c.Int("workers"), c.Int64("seed"), plan.Iteration, c.Bool("tree-only")
-	p.Eval = c.Bool("eval")
+	switch p.Source = c.String("source"); p.Source {
+	case "rollout", "eval", "warmstart":
+	default:
+		return usageErr("--source: want rollout, eval or warmstart")
+	}
 	if it := c.Int("iteration"); it >= 0 {
 		p.Iteration = int32(it)
 	}
