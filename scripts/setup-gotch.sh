@@ -11,8 +11,14 @@
 #      libtorch (found mechanically from compiler errors, iterated to a fixpoint)
 #      with a runtime error thrown inside gotch's PROTECT block, so a call returns
 #      a Go error instead of failing the build,
-#   5. writes go.work (git-ignored) that replaces gotch with the patched copy,
-#   6. builds gotch once so later builds hit the Go build cache.
+#   5. fixes three gotch v0.8.0 runtime bugs in the Go wrappers (see below),
+#   6. writes go.work (git-ignored) that replaces gotch with the patched copy,
+#   7. builds gotch once so later builds hit the Go build cache.
+#
+# In CPU mode it also installs OpenBLAS (libopenblas0-openmp) when the system
+# BLAS is Debian's reference netlib BLAS, which Debian's libtorch links by
+# default and which makes every matmul 2-3x slower (CUALAKE_SKIP_OPENBLAS=1
+# to leave the BLAS alone).
 #
 # Idempotent: re-running re-creates third_party/gotch from the pristine module
 # source and re-applies the patches (the compile check takes ~20 s per round).
@@ -28,6 +34,7 @@ set -euo pipefail
 
 GOTCH_VERSION=v0.8.0
 MODE="${CUALAKE_TORCH:-cpu}"
+ABI_FLAGS=()
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DEST="$ROOT/third_party/gotch"
 GO="${GO:-go}"
@@ -48,6 +55,14 @@ cpu)
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y libtorch-dev ||
       { $SUDO apt-get update && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y libtorch-dev; }
   fi
+  if [ "${CUALAKE_SKIP_OPENBLAS:-0}" != 1 ] &&
+    readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null | grep -q '/blas/libblas'; then
+    log "system BLAS is the reference netlib BLAS; installing libopenblas0-openmp"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y libopenblas0-openmp ||
+      log "warning: could not install OpenBLAS; training will be slower"
+  fi
   TORCH_INC=(/usr/include /usr/include/torch/csrc/api/include)
   [ -f /usr/include/torch/csrc/api/include/torch/torch.h ] || die "libtorch headers not found under /usr/include/torch"
   TORCH_VER="$(dpkg-query -W -f='${Version}' libtorch-dev)"
@@ -61,7 +76,13 @@ cuda)
   [ -e "$LIBTORCH/lib/libtorch_cuda.so" ] || die "$LIBTORCH/lib/libtorch_cuda.so missing: not a CUDA build of libtorch"
   CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
   TORCH_INC=("$LIBTORCH/include" "$LIBTORCH/include/torch/csrc/api/include")
+  [ -d "$CUDA_HOME/include" ] && TORCH_INC+=("$CUDA_HOME/include")
   TORCH_VER="$(cat "$LIBTORCH/build-version" 2>/dev/null || echo unknown)"
+  # pytorch.org ships both ABIs; the pre-C++11 one has no __cxx11 symbols
+  if ! nm -D --defined-only "$LIBTORCH/lib/libc10.so" 2>/dev/null | grep -q '__cxx11'; then
+    ABI_FLAGS=(-D_GLIBCXX_USE_CXX11_ABI=0)
+    log "libtorch uses the pre-C++11 ABI; compiling with -D_GLIBCXX_USE_CXX11_ABI=0"
+  fi
   STUB_MSG="not available in libtorch ${TORCH_VER}"
   ;;
 *) die "CUALAKE_TORCH must be cpu or cuda, got '$MODE'" ;;
@@ -89,11 +110,14 @@ LIBGO="$DEST/libtch/lib.go"
   echo "package libtch"
   echo
   echo "// Patched by scripts/setup-gotch.sh (mode=$MODE, libtorch $TORCH_VER)."
-  echo "// The C++11 ABI is the compiler default, which both Debian's libtorch and"
-  echo "// the cxx11-abi libtorch downloads use."
+  echo "// No CUDA libraries unless mode=cuda; the C++ ABI is the compiler default"
+  echo "// (C++11) unless libtorch is a pre-C++11-ABI build."
   echo
   echo "// #cgo CFLAGS: -I\${SRCDIR} -O3 -Wall -Wno-unused-variable -Wno-deprecated-declarations -Wno-c++11-narrowing -Wno-sign-compare -Wno-unused-function"
   echo "// #cgo CXXFLAGS: -std=c++17 -I\${SRCDIR} -O3 -Wno-unused-variable -Wno-deprecated-declarations"
+  if [ "${#ABI_FLAGS[@]}" -gt 0 ]; then
+    echo "// #cgo CXXFLAGS: ${ABI_FLAGS[*]}"
+  fi
   for d in "${TORCH_INC[@]}"; do
     echo "// #cgo CXXFLAGS: -I$d"
   done
@@ -165,7 +189,7 @@ trap 'rm -f "$ERR"' EXIT
 STUBBED=()
 for round in 1 2 3 4 5 6 7 8; do
   log "compile check round $round (g++ -fsyntax-only, ~20 s)"
-  if (cd "$DEST/libtch" && g++ -std=c++17 -fsyntax-only -fmax-errors=0 -w -I. "${INCFLAGS[@]}" torch_api.cpp) >"$ERR" 2>&1; then
+  if (cd "$DEST/libtch" && g++ -std=c++17 -fsyntax-only -fmax-errors=0 -w ${ABI_FLAGS[@]+"${ABI_FLAGS[@]}"} -I. "${INCFLAGS[@]}" torch_api.cpp) >"$ERR" 2>&1; then
     log "torch_api.cpp compiles; ${#STUBBED[@]} generated ops stubbed"
     break
   fi
@@ -181,6 +205,25 @@ for round in 1 2 3 4 5 6 7 8; do
 done
 printf '%s\n' "${STUBBED[@]}" | sort -u >"$DEST/libtch/STUBBED_OPS.txt"
 
+# ------------------------------------------------------- Go wrapper fixes ---
+# gotch v0.8.0 bugs that bite at run time whatever the libtorch version:
+#  a. every generated op allocates its output-pointer slot with C.malloc(0)
+#     and never frees it (a leak per op call), and ops with more than three
+#     outputs write past that allocation: allocate 64 bytes (8 pointers; the
+#     most any op returns is 7) and free them when the wrapper returns.
+#  b. results of C functions returning int are read as 8-byte Go ints through
+#     unsafe casts of 4-byte C ints, so the upper half is stack garbage: in
+#     particular GradSetEnabled reports a wrong previous state, and NoGrad then
+#     leaves gradient recording switched off. Convert with int() instead.
+perl -0pi -e 's{^([ \t]*)(\w+) := \(\*lib\.Ctensor\)\(unsafe\.Pointer\(C\.malloc\(0\)\)\)[ \t]*$}{$1$2 := (*lib.Ctensor)(unsafe.Pointer(C.malloc(64)))\n$1defer C.free(unsafe.Pointer($2))}mg' \
+  "$DEST/ts/tensor-generated.go" "$DEST/ts/patch.go"
+perl -pi -e 's{\*\(\*int\)\(unsafe\.Pointer\(&(cResult|cretVal)\)\)}{int($1)}g' \
+  "$DEST/libtch/c-generated.go" "$DEST/libtch/tensor.go"
+if grep -q 'C.malloc(0)))$' "$DEST/ts/tensor-generated.go" || grep -q '(\*int)(unsafe.Pointer(&cretVal))' "$DEST/libtch/tensor.go"; then
+  die "Go wrapper fixes did not apply"
+fi
+log "patched gotch's Go wrappers (output-slot leak, int result casts)"
+
 # ------------------------------------------------------------------ go.work ---
 cat >"$ROOT/go.work" <<'EOF'
 go 1.26.8
@@ -193,9 +236,46 @@ log "wrote $ROOT/go.work"
 
 # ------------------------------------------------------------ warm-up build ---
 if [ "${CUALAKE_SKIP_BUILD:-0}" != 1 ]; then
-  log "building gotch (first cgo build of libtch takes ~2-3 minutes)"
+  log "building gotch (the first cgo build of libtch takes ~2-3 minutes)"
   start=$(date +%s)
   (cd "$ROOT" && "$GO" build github.com/sugarme/gotch/ts github.com/sugarme/gotch/nn)
   log "gotch built in $(($(date +%s) - start)) s"
+  # link and run a tiny program: catches symbols missing from this libtorch
+  # and libraries the loader cannot find, which compiling alone does not
+  SMOKE="$ROOT/third_party/_smoke" # "_": not matched by ./... patterns
+  mkdir -p "$SMOKE"
+  cat >"$SMOKE/main.go" <<'EOF'
+// Command _smoke checks that gotch links and runs against libtorch.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+func main() {
+	x, err := ts.OfSlice([]float32{1, 2, 3, 4})
+	if err == nil {
+		x, err = x.Reshape([]int64{2, 2}, true)
+	}
+	var y *ts.Tensor
+	if err == nil {
+		y, err = x.Matmul(x, false)
+	}
+	var v float64
+	if err == nil {
+		v, err = y.Float64Value([]int64{1, 1})
+	}
+	if err != nil || v != 22 {
+		fmt.Fprintln(os.Stderr, "gotch smoke test failed:", err, v)
+		os.Exit(1)
+	}
+	fmt.Println("gotch ok; cuda available:", gotch.CudaIfAvailable().IsCuda())
+}
+EOF
+  (cd "$ROOT" && "$GO" run ./third_party/_smoke) || die "gotch smoke program failed"
 fi
 log "done"

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/sugarme/gotch"
@@ -13,9 +14,17 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// one intra-op thread: reproducible sums, and the 2-core CI box is not
-	// oversubscribed by parallel test binaries
-	if err := SetThreads(1); err != nil {
+	// one intra-op thread unless CUALAKE_TORCH_THREADS says otherwise (for
+	// benchmarks): reproducible sums, and parallel test binaries do not
+	// oversubscribe a small CI box
+	n := 1
+	if v := os.Getenv("CUALAKE_TORCH_THREADS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			panic("CUALAKE_TORCH_THREADS: " + err.Error())
+		}
+	}
+	if err := SetThreads(n); err != nil {
 		panic(err)
 	}
 	os.Exit(m.Run())

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -108,7 +109,8 @@ func TestSFTSynthetic(t *testing.T) {
 	}
 	defer p.Close()
 	before := exactMatch(t, p, items)
-	ms, err := SFT(p, batchesOf(items, 16), SFTOptions{Epochs: 60, Seed: 1})
+	// 3e-3 rather than DefaultSFTLR: a 200-step schedule keeps the test short
+	ms, err := SFT(p, batchesOf(items, 16), SFTOptions{Epochs: 50, Seed: 1, LR: 3e-3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,5 +348,56 @@ func TestDevice(t *testing.T) {
 		}
 	} else if err == nil {
 		t.Error("cuda without a GPU: want ErrNoCUDA")
+	}
+}
+
+// TestSFTOnDevice runs a short SFT, sampling and a checkpoint round trip on
+// the device named by CUALAKE_TEST_DEVICE (e.g. "cuda"); skipped when unset.
+func TestSFTOnDevice(t *testing.T) {
+	name := os.Getenv("CUALAKE_TEST_DEVICE")
+	if name == "" {
+		t.Skip("CUALAKE_TEST_DEVICE not set")
+	}
+	dev, err := Device(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := synthTasks(32, 5)
+	v := synthVocab(t, tasks)
+	items := synthItems(v, tasks)
+	p, err := policy.New(policy.DefaultConfig(v.VocabSize()), v, dev, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ms, err := SFT(p, batchesOf(items, 16), SFTOptions{Epochs: 20, LR: 3e-3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, last := ms[0].Loss, ms[len(ms)-1].Loss; !(last < first/2) {
+		t.Errorf("loss %v -> %v on %s", first, last, name)
+	}
+	data, err := p.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu, err := policy.Load(data, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cpu.Close()
+	in := []policy.Input{{Tokens: items[0].Context}}
+	a, err := p.LogProbs(in, [][]int32{items[0].Action}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cpu.LogProbs(in, [][]int32{items[0].Action}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range a[0] {
+		if math.Abs(float64(a[0][k]-b[0][k])) > 1e-3 {
+			t.Errorf("token %d: %s logp %v, cpu %v", k, name, a[0][k], b[0][k])
+		}
 	}
 }

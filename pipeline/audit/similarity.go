@@ -47,17 +47,22 @@ func CanonicalJSON(s string) string {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil || dec.More() {
-		b, _ := json.Marshal(s)
-		return string(b)
+		v = s
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		b, _ := json.Marshal(s)
-		return string(b)
+		return strconvQuote(s)
 	}
 	return strings.TrimSpace(buf.String())
+}
+
+// strconvQuote is the fallback for values encoding/json refuses (it never
+// should for decoded JSON or a string).
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 // Similarity is the composite near-duplicate measure of two normalised

@@ -38,7 +38,7 @@ var ErrRejected = errors.New("bad input records")
 // Defaults for Options.
 const (
 	DefaultChunkRows  = 64 * 1024
-	DefaultChunkBytes = 64 << 20
+	DefaultChunkBytes = 32 << 20
 	// maxListedRejects bounds the rejects a report lists (all are counted).
 	maxListedRejects = 100
 )
@@ -188,6 +188,7 @@ type committer struct {
 	bufTasks   []schemas.Task
 	bufTraj    []schemas.Trajectory
 	bufSteps   []schemas.Step
+	stepBytes  int64
 	bufBlobs   []schemas.Blob
 	blobBytes  int64
 	bufRejects []schemas.Reject
@@ -289,10 +290,13 @@ func (c *committer) Episode(e *record.Episode) error {
 	}
 	c.bufTraj = append(c.bufTraj, e.Trajectory)
 	c.bufSteps = append(c.bufSteps, e.Steps...)
+	for i := range e.Steps {
+		c.stepBytes += stepSize(&e.Steps[i])
+	}
 	if c.blobBytes >= c.opts.ChunkBytes {
 		c.flushBlobs()
 	}
-	if len(c.bufSteps) >= c.opts.ChunkRows {
+	if len(c.bufSteps) >= c.opts.ChunkRows || c.stepBytes >= c.opts.ChunkBytes {
 		c.flushSteps()
 	}
 	if len(c.bufTraj) >= c.opts.ChunkRows {
@@ -332,7 +336,18 @@ func (c *committer) Progress(done, total int) {
 
 // drop forgets buffered rows once the import is bound to fail.
 func (c *committer) drop() {
-	c.bufTasks, c.bufTraj, c.bufSteps, c.bufBlobs, c.bufRejects, c.blobBytes = nil, nil, nil, nil, nil, 0
+	c.bufTasks, c.bufTraj, c.bufSteps, c.bufBlobs, c.bufRejects, c.blobBytes, c.stepBytes = nil, nil, nil, nil, nil, 0, 0
+}
+
+// stepSize estimates the memory a buffered step holds; long responses and
+// token streams make rows far larger than their count suggests.
+func stepSize(s *schemas.Step) int64 {
+	n := len(s.TrajectoryID) + len(s.RawAction) + len(s.Response) + len(s.Observation) + len(s.A11y) + len(s.Info) +
+		len(s.Text) + len(s.Timestamp) + len(s.ActionError) + 4*len(s.ResponseIDs) + 4*len(s.Logprobs) + 200
+	for _, k := range s.Keys {
+		n += len(k) + 16
+	}
+	return int64(n)
 }
 
 // appendRows writes rows as new files of def and clears the buffer, so
@@ -350,9 +365,12 @@ func appendRows[T any](c *committer, def *schemas.Table[T], buf *[]T) {
 	*buf = (*buf)[:0]
 }
 
-func (c *committer) flushTasks()   { appendRows(c, schemas.Tasks, &c.bufTasks) }
-func (c *committer) flushTraj()    { appendRows(c, schemas.Trajectories, &c.bufTraj) }
-func (c *committer) flushSteps()   { appendRows(c, schemas.Steps, &c.bufSteps) }
+func (c *committer) flushTasks() { appendRows(c, schemas.Tasks, &c.bufTasks) }
+func (c *committer) flushTraj()  { appendRows(c, schemas.Trajectories, &c.bufTraj) }
+func (c *committer) flushSteps() {
+	appendRows(c, schemas.Steps, &c.bufSteps)
+	c.stepBytes = 0
+}
 func (c *committer) flushRejects() { appendRows(c, schemas.Rejects, &c.bufRejects) }
 func (c *committer) flushBlobs() {
 	appendRows(c, schemas.Blobs, &c.bufBlobs)

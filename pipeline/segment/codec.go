@@ -5,16 +5,17 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cualake/cualake/pipeline/chat"
 	"github.com/cualake/cualake/pipeline/tokenizer"
 )
 
-// The special tokens of the Qwen chat template.
+// The chat template's special tokens, short names.
 const (
-	ImStart     = "<|im_start|>"
-	ImEnd       = "<|im_end|>"
-	VisionStart = "<|vision_start|>"
-	VisionEnd   = "<|vision_end|>"
-	ImagePad    = "<|image_pad|>"
+	imStart     = chat.ImStart
+	imEnd       = chat.ImEnd
+	visionStart = chat.VisionStart
+	visionEnd   = chat.VisionEnd
+	imagePad    = chat.ImagePad
 )
 
 // Codec is an Encoder together with what the segmenter must know about its
@@ -46,8 +47,8 @@ func NewCodec(enc tokenizer.Encoder) (*Codec, error) {
 		text     string
 		id       *int32
 		mustStop bool
-	}{{ImStart, &c.ImStart, false}, {ImEnd, &c.ImEnd, false},
-		{VisionStart, &c.VisionStart, true}, {VisionEnd, &c.VisionEnd, true}, {ImagePad, &c.ImagePad, true}} {
+	}{{imStart, &c.ImStart, false}, {imEnd, &c.ImEnd, false},
+		{visionStart, &c.VisionStart, true}, {visionEnd, &c.VisionEnd, true}, {imagePad, &c.ImagePad, true}} {
 		id, ok := enc.TokenID(sp.text)
 		if !ok {
 			return nil, fmt.Errorf("tokenizer has no token %s, which the Qwen chat template needs", sp.text)
@@ -117,19 +118,4 @@ func (c *Codec) isMarkerID(id int32) bool {
 		}
 	}
 	return false
-}
-
-// ImageIDs returns <|vision_start|>, n pads, <|vision_end|>.
-func (c *Codec) ImageIDs(n int) []int32 {
-	ids := make([]int32, n+2)
-	ids[0], ids[n+1] = c.VisionStart, c.VisionEnd
-	for i := 1; i <= n; i++ {
-		ids[i] = c.ImagePad
-	}
-	return ids
-}
-
-// ImageText is the text an image of n pad tokens stands for in the history.
-func ImageText(n int) string {
-	return VisionStart + strings.Repeat(ImagePad, n) + VisionEnd
 }

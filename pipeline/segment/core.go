@@ -30,23 +30,25 @@ type Prepared struct {
 	Prefix Piece
 	Turns  []Turn
 	// Fill sets Turns[i].Ctx and Summary; nil when they are set already.
-	Fill func(i int, t *Turn)
+	Fill func(i int, t *Turn) error
 }
 
-func (p *Prepared) ctx(i int) *Piece {
-	p.ensure(i)
-	return &p.Turns[i].Ctx
+func (g *segmenter) ctx(i int) *Piece {
+	g.ensure(i)
+	return &g.p.Turns[i].Ctx
 }
 
-func (p *Prepared) summary(i int) *Piece {
-	p.ensure(i)
-	return &p.Turns[i].Summary
+func (g *segmenter) summary(i int) *Piece {
+	g.ensure(i)
+	return &g.p.Turns[i].Summary
 }
 
-func (p *Prepared) ensure(i int) {
-	t := &p.Turns[i]
-	if !t.ready && p.Fill != nil {
-		p.Fill(i, t)
+func (g *segmenter) ensure(i int) {
+	t := &g.p.Turns[i]
+	if !t.ready && g.p.Fill != nil {
+		if err := g.p.Fill(i, t); err != nil && g.err == nil {
+			g.err = err
+		}
 	}
 	t.ready = true
 }
@@ -69,9 +71,9 @@ type Item struct {
 // Segment cuts a prepared trajectory into items under the mode of prm
 // (which must be valid). It returns the items in order and the number of
 // observation appends whose boundary merged under re-tokenization.
-func Segment(c *Codec, p *Prepared, prm Params) ([]Item, int) {
+func Segment(c *Codec, p *Prepared, prm Params) ([]Item, int, error) {
 	if len(p.Turns) == 0 {
-		return nil, 0
+		return nil, 0, nil
 	}
 	g := segmenter{c: c, p: p}
 	switch prm.Mode {
@@ -82,7 +84,10 @@ func Segment(c *Codec, p *Prepared, prm Params) ([]Item, int) {
 	default:
 		g.window(math.MaxInt, 1)
 	}
-	return g.items, g.s.Merges
+	if g.err != nil {
+		return nil, 0, g.err
+	}
+	return g.items, g.s.Merges, nil
 }
 
 type segmenter struct {
@@ -90,6 +95,7 @@ type segmenter struct {
 	p     *Prepared
 	s     Stream
 	items []Item
+	err   error
 }
 
 func (g *segmenter) emit(first, last int) {
@@ -128,18 +134,18 @@ func (g *segmenter) window(limit, delta int) {
 		start = t + 1
 		head := p.Prefix.Len + p.Turns[start].Fresh.Len
 		for i := 0; i < first; i++ {
-			head += p.summary(i).Len
+			head += g.summary(i).Len
 		}
 		for i := first; i < start; i++ {
-			head += p.ctx(i).Len
+			head += g.ctx(i).Len
 		}
 		s.Reset(g.sizeHint(head, start, n, limit))
 		s.AppendContext(c, &p.Prefix)
 		for i := 0; i < first; i++ {
-			s.AppendContext(c, p.summary(i))
+			s.AppendContext(c, g.summary(i))
 		}
 		for i := first; i < start; i++ {
-			s.AppendContext(c, p.ctx(i))
+			s.AppendContext(c, g.ctx(i))
 		}
 		s.AppendContext(c, &p.Turns[start].Fresh)
 	}
@@ -174,18 +180,18 @@ func (g *segmenter) step(w int) {
 		size := p.Prefix.Len + p.Turns[t].Fresh.Len + len(p.Turns[t].Resp)
 		for i := 0; i < t; i++ {
 			if i < lo {
-				size += p.summary(i).Len
+				size += g.summary(i).Len
 			} else {
-				size += p.ctx(i).Len
+				size += g.ctx(i).Len
 			}
 		}
 		s.Reset(size)
 		s.AppendContext(c, &p.Prefix)
 		for i := 0; i < lo; i++ {
-			s.AppendContext(c, p.summary(i))
+			s.AppendContext(c, g.summary(i))
 		}
 		for i := lo; i < t; i++ {
-			s.AppendContext(c, p.ctx(i))
+			s.AppendContext(c, g.ctx(i))
 		}
 		s.AppendContext(c, &p.Turns[t].Fresh)
 		s.AppendResponse(c, p.Turns[t].Resp, p.Turns[t].Logp)

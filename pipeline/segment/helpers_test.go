@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cualake/cualake/pipeline/chat"
 	"github.com/cualake/cualake/pipeline/tokenizer"
 	"github.com/cualake/cualake/schemas"
 )
@@ -19,6 +20,7 @@ import (
 type fakeEncoder struct {
 	specials []string
 	words    []string // sorted longest first
+	byFirst  [256][]string
 	vocab    map[string]int32
 	tokens   []string
 }
@@ -26,7 +28,7 @@ type fakeEncoder struct {
 const fakeByteBase = 16
 
 func newFakeEncoder() *fakeEncoder {
-	f := &fakeEncoder{specials: []string{ImStart, ImEnd, VisionStart, VisionEnd, ImagePad, "<|endoftext|>"},
+	f := &fakeEncoder{specials: []string{imStart, imEnd, visionStart, visionEnd, imagePad, "<|endoftext|>"},
 		vocab: map[string]int32{}}
 	f.tokens = make([]string, fakeByteBase+256)
 	for i, s := range f.specials {
@@ -44,42 +46,46 @@ func newFakeEncoder() *fakeEncoder {
 		f.words = append(f.words, w)
 	}
 	slices.SortStableFunc(f.words, func(a, b string) int { return len(b) - len(a) })
+	for _, w := range f.words {
+		f.byFirst[w[0]] = append(f.byFirst[w[0]], w)
+	}
 	return f
 }
 
 func (f *fakeEncoder) Encode(text string) []int32 {
-	var out []int32
-	for len(text) > 0 {
-		// Leftmost special token.
-		at, which := len(text), -1
-		for i, s := range f.specials {
-			if j := strings.Index(text, s); j >= 0 && j < at {
-				at, which = j, i
-			}
-		}
-		out = f.encodeText(text[:at], out)
-		if which < 0 {
-			break
-		}
-		out = append(out, int32(which))
-		text = text[at+len(f.specials[which]):]
-	}
-	return out
+	ids, _ := f.EncodeOffsets(text)
+	return ids
 }
 
-func (f *fakeEncoder) encodeText(s string, out []int32) []int32 {
-	for len(s) > 0 {
-		n := 1
-		for _, w := range f.words {
-			if strings.HasPrefix(s, w) {
-				n = len(w)
-				break
+// EncodeOffsets makes the fake an OffsetEncoder, so the chat template
+// encodes a message's header and text together, as it does with Qwen.
+func (f *fakeEncoder) EncodeOffsets(text string) ([]int32, []tokenizer.Span) {
+	out := make([]int32, 0, len(text)/2)
+	spans := make([]tokenizer.Span, 0, len(text)/2)
+	for pos := 0; pos < len(text); {
+		n, id := 1, int32(-1)
+		if text[pos] == '<' {
+			for i, sp := range f.specials {
+				if strings.HasPrefix(text[pos:], sp) {
+					n, id = len(sp), int32(i)
+					break
+				}
 			}
 		}
-		out = append(out, f.vocab[s[:n]])
-		s = s[n:]
+		if id < 0 {
+			for _, w := range f.byFirst[text[pos]] {
+				if strings.HasPrefix(text[pos:], w) {
+					n = len(w)
+					break
+				}
+			}
+			id = f.vocab[text[pos:pos+n]]
+		}
+		out = append(out, id)
+		spans = append(spans, tokenizer.Span{Start: pos, End: pos + n})
+		pos += n
 	}
-	return out
+	return out, spans
 }
 
 func (f *fakeEncoder) Decode(ids []int32) string {
@@ -99,7 +105,7 @@ func (f *fakeEncoder) TokenID(tok string) (int32, bool) {
 
 func (f *fakeEncoder) VocabSize() int { return len(f.tokens) }
 
-var _ tokenizer.Encoder = (*fakeEncoder)(nil)
+var _ tokenizer.OffsetEncoder = (*fakeEncoder)(nil)
 
 // qwen returns the real tokenizer, or skips.
 func qwen(t testing.TB) tokenizer.Encoder {
@@ -200,10 +206,10 @@ func randTrajectory(r *rand.Rand, enc tokenizer.Encoder, id string, o trajOpts) 
 				}
 			}
 			if r.IntN(2) == 0 {
-				ids = append(ids, mustID(enc, ImEnd))
+				ids = append(ids, mustID(enc, imEnd))
 			}
 			if len(ids) == 0 {
-				ids = []int32{mustID(enc, ImEnd)}
+				ids = []int32{mustID(enc, imEnd)}
 			}
 			st.ResponseIDs = ids
 			if r.IntN(4) > 0 {
@@ -233,11 +239,29 @@ func mustID(enc tokenizer.Encoder, tok string) int32 {
 	return id
 }
 
-// imageTokensOf maps observation names to small pad counts.
-func imageTokensOf(st *schemas.Step) (int, error) {
+// testSizes are small screenshots: 4, 6, 8 and 9 pad tokens under the
+// default image spec.
+var testSizes = [][2]int{{64, 64}, {96, 64}, {128, 64}, {96, 96}}
+
+// imageSizeOf maps observation names to small screenshot sizes.
+func imageSizeOf(st *schemas.Step) (int, int, error) {
 	var k int
 	fmt.Sscanf(st.Observation, "obs-%d", &k)
-	return 1 + k%4, nil
+	s := testSizes[k%len(testSizes)]
+	return s[0], s[1], nil
+}
+
+func imageTokensOf(st *schemas.Step) int {
+	w, h, _ := imageSizeOf(st)
+	n, err := chat.DefaultImageSpec().Tokens(w, h)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+func imageText(n int) string {
+	return visionStart + strings.Repeat(imagePad, n) + visionEnd
 }
 
 // responseTokens is the spec of a turn's trained tokens: the recorded ids,
@@ -250,7 +274,7 @@ func responseTokens(enc tokenizer.Encoder, st *schemas.Step) ([]int32, []float32
 	if text == "" {
 		text = st.RawAction
 	}
-	return append(enc.Encode(text), mustID(enc, ImEnd)), nil
+	return append(enc.Encode(text), mustID(enc, imEnd)), nil
 }
 
 // firstRows returns the first row of each turn.
@@ -285,12 +309,12 @@ func literal(enc tokenizer.Encoder, system, instruction string, steps []schemas.
 	if T == 0 {
 		return nil
 	}
-	imEnd := mustID(enc, ImEnd)
+	imEndID := mustID(enc, imEnd)
 	prefix := ""
 	if system != "" {
-		prefix = ImStart + "system\n" + system + ImEnd + "\n"
+		prefix = imStart + "system\n" + system + imEnd + "\n"
 	}
-	prefix += ImStart + "user\n" + instruction + ImEnd + "\n"
+	prefix += imStart + "user\n" + instruction + imEnd + "\n"
 	resp := make([][]int32, T)
 	logp := make([][]float32, T)
 	text := make([]string, T)
@@ -302,21 +326,21 @@ func literal(enc tokenizer.Encoder, system, instruction string, steps []schemas.
 			if t == "" {
 				t = rows[0].RawAction
 			}
-			text[i] = t + ImEnd
+			text[i] = t + imEnd
 		}
 	}
 	closing := func(i int) string {
-		if resp[i][len(resp[i])-1] == imEnd {
+		if resp[i][len(resp[i])-1] == imEndID {
 			return "\n"
 		}
-		return ImEnd + "\n"
+		return imEnd + "\n"
 	}
 	fresh := func(i int) string {
-		n, _ := imageTokensOf(&turns[i][0])
-		return ImStart + "user\n" + ImageText(n) + ImEnd + "\n" + ImStart + "assistant\n"
+		n := imageTokensOf(&turns[i][0])
+		return imStart + "user\n" + imageText(n) + imEnd + "\n" + imStart + "assistant\n"
 	}
 	ctx := func(i int) string { return fresh(i) + text[i] + closing(i) }
-	summary := func(i int) string { return ImStart + "assistant\n" + ActionSummary(turns[i]) + ImEnd + "\n" }
+	summary := func(i int) string { return imStart + "assistant\n" + ActionSummary(turns[i]) + imEnd + "\n" }
 
 	var items []Item
 	var ids []int32

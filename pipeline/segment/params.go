@@ -3,7 +3,13 @@ package segment
 import (
 	"errors"
 	"fmt"
+
+	"github.com/cualake/cualake/pipeline/chat"
 )
+
+// ImageSpec says how many pad tokens a screenshot takes (Qwen-VL's
+// smart_resize, or a fixed count); it is the chat template's.
+type ImageSpec = chat.ImageSpec
 
 // Mode is how trajectories become training items; the values are those of
 // segments.mode.
@@ -63,7 +69,7 @@ type Params struct {
 // DefaultParams returns the window mode with ScaleCUA's defaults.
 func DefaultParams() Params {
 	return Params{Mode: ModeWindow, K: DefaultK, Delta: DefaultDelta, Window: DefaultWindow,
-		Image: DefaultImageSpec(), System: DefaultSystem}
+		Image: chat.DefaultImageSpec(), System: DefaultSystem}
 }
 
 // Validate checks the parameters' domains.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cualake/cualake/pipeline/chat"
 	"github.com/cualake/cualake/pipeline/simdesk/action"
 	"github.com/cualake/cualake/schemas"
 )
@@ -29,69 +30,129 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Input is one trajectory to render: its row, its steps rows sorted by
-// (step, sub), its task's instruction and the screenshot token count of a
-// step.
+// (step, sub), its task's instruction and the size of a step's screenshot
+// (ignored by a fixed image token count).
 type Input struct {
 	Trajectory  *schemas.Trajectory
 	Steps       []schemas.Step
 	Instruction string
-	ImageTokens func(*schemas.Step) (int, error)
+	ImageSize   func(*schemas.Step) (width, height int, err error)
 }
 
-// Builder renders trajectories into pieces with the Qwen chat template:
+// Builder renders trajectories into pieces with the chat template
+// (pipeline/chat):
 //
-//	<|im_start|>system\n{system}<|im_end|>\n
-//	<|im_start|>user\n{instruction}<|im_end|>\n
-//	per turn: <|im_start|>user\n<|vision_start|>{pads}<|vision_end|><|im_end|>\n
-//	          <|im_start|>assistant\n{response}<|im_end|>\n
+//	system: the system prompt; user: the instruction
+//	per turn: user: the screenshot; assistant: the response
 //
-// A turn reduced to its summary is <|im_start|>assistant\n{actions}<|im_end|>\n
-// (its user message and screenshot are gone). Every piece starts with
-// <|im_start|> or follows a boundary token, so pieces concatenate to the
-// tokens of their joined text. A Builder is not safe for concurrent use
-// (it caches image ids); use one per worker.
+// A turn reduced to its summary is an assistant message with its compact
+// actions (its user message and screenshot are gone). Every message starts
+// with <|im_start|>, a boundary, so pieces concatenate to the tokens of
+// their joined text. In a live stream, a turn's observation is its user
+// message and the generation prompt ("<|im_start|>assistant\n"), after the
+// template's closing of the previous response (<|im_end|>\n, or \n when the
+// rollout's ids already end with <|im_end|>). A Builder caches rendered
+// observations per screenshot size and is not safe for concurrent use; use
+// one per worker.
 type Builder struct {
 	c      *Codec
+	tpl    *chat.Template
 	system string
-	// Template glue, tokenized once.
-	userOpen, afterOpen, afterClosedOpen, obsClose Piece
-	images                                         map[int][]int32
+	// closing ends an assistant message (<|im_end|> and the separator),
+	// sep is the separator alone, gen the generation prompt.
+	closing, sep, gen []int32
+	sepText, genTail  string
+	obs               map[[2]int]*observation
 }
 
-// NewBuilder returns a builder rendering with system as the system prompt
-// ("" for none).
-func NewBuilder(c *Codec, system string) *Builder {
-	return &Builder{c: c, system: system,
-		userOpen:        c.TextPiece(ImStart + "user\n"),
-		afterOpen:       c.TextPiece(ImEnd + "\n" + ImStart + "user\n"),
-		afterClosedOpen: c.TextPiece("\n" + ImStart + "user\n"),
-		obsClose:        c.TextPiece(ImEnd + "\n" + ImStart + "assistant\n"),
-		images:          map[int][]int32{},
+// observation is one screenshot size's rendered user message.
+type observation struct {
+	msg                []int32 // the user message with the screenshot
+	tokens             int     // its pad tokens
+	fresh, live, liveC Piece   // after closed context; after an open / a closed response
+}
+
+// NewBuilder returns a builder rendering with tpl and system as the system
+// prompt ("" for none).
+func NewBuilder(c *Codec, tpl *chat.Template, system string) (*Builder, error) {
+	b := &Builder{c: c, tpl: tpl, system: system, obs: map[[2]int]*observation{}}
+	r, err := tpl.RenderMessage(0, chat.Message{Role: chat.Assistant, Parts: []chat.Part{chat.Text("x")}})
+	if err != nil {
+		return nil, err
 	}
-}
-
-func (b *Builder) image(n int) Piece {
-	ids, ok := b.images[n]
-	if !ok {
-		ids = b.c.ImageIDs(n)
-		b.images[n] = ids
+	for i, in := range r.Info {
+		switch in.Kind {
+		case chat.KindEnd:
+			b.closing = append(b.closing, r.IDs[i])
+		case chat.KindSep:
+			b.closing = append(b.closing, r.IDs[i])
+			b.sep = append(b.sep, r.IDs[i])
+		}
 	}
-	return ImagePiece(ids, n)
+	if len(b.closing) == 0 || b.closing[0] != c.ImEnd || len(b.sep) == 0 {
+		return nil, fmt.Errorf("chat template does not close messages with %s and a separator", imEnd)
+	}
+	b.sepText = c.Enc.Decode(b.sep)
+	var g chat.Rendered
+	tpl.AppendGenerationPrompt(&g, 0)
+	b.gen = g.IDs
+	b.genTail = c.Enc.Decode(g.IDs[1:]) // after <|im_start|>: "assistant\n"
+	return b, nil
 }
 
-// PrefixText is the system prompt and instruction as rendered text.
-func (b *Builder) PrefixText(instruction string) string {
-	var sb strings.Builder
+func (b *Builder) observation(w, h int) (*observation, error) {
+	if b.tpl.Spec().FixedTokens > 0 {
+		w, h = 0, 0 // every screenshot renders alike
+	}
+	key := [2]int{w, h}
+	if o, ok := b.obs[key]; ok {
+		return o, nil
+	}
+	r, err := b.tpl.RenderMessage(0, chat.Message{Role: chat.User, Parts: []chat.Part{chat.Image(w, h)}})
+	if err != nil {
+		return nil, err
+	}
+	o := &observation{msg: r.IDs}
+	for _, in := range r.Info {
+		if in.Kind == chat.KindImage {
+			o.tokens++
+		}
+	}
+	o.tokens -= 2 // <|vision_start|> and <|vision_end|>
+	o.fresh = messagePiece("", 0, b.genTail, 1, o.tokens, o.msg, b.gen)
+	o.live = messagePiece("", 0, b.genTail, 1, o.tokens, b.closing, o.msg, b.gen)
+	o.liveC = messagePiece(b.sepText, len(b.sep), b.genTail, 1, o.tokens, b.sep, o.msg, b.gen)
+	b.obs[key] = o
+	return o, nil
+}
+
+// message renders one message as a piece.
+func (b *Builder) message(role chat.Role, text string) (Piece, error) {
+	r, err := b.tpl.RenderMessage(0, chat.Message{Role: role, Parts: []chat.Part{chat.Text(text)}})
+	if err != nil {
+		return Piece{}, err
+	}
+	return messagePiece("", 0, b.sepText, 0, 0, r.IDs), nil
+}
+
+// Prefix renders the system prompt and the instruction.
+func (b *Builder) Prefix(instruction string) (Piece, error) {
+	var msgs []chat.Message
 	if b.system != "" {
-		sb.WriteString(ImStart + "system\n" + b.system + ImEnd + "\n")
+		msgs = append(msgs, chat.Message{Role: chat.System, Parts: []chat.Part{chat.Text(b.system)}})
 	}
-	sb.WriteString(ImStart + "user\n" + instruction + ImEnd + "\n")
-	return sb.String()
+	msgs = append(msgs, chat.Message{Role: chat.User, Parts: []chat.Part{chat.Text(instruction)}})
+	r, err := b.tpl.Render(msgs)
+	if err != nil {
+		return Piece{}, err
+	}
+	return messagePiece("", 0, b.sepText, 0, 0, r.IDs), nil
 }
 
 type turnRows struct {
 	rows []schemas.Step // first row: the response and screenshot; all: actions
-	text string         // the response's text in the history
+	text string         // the response's text (without the closing <|im_end|>)
+	obs  *observation
 }
 
 // Prepare checks one trajectory and renders it. Its errors are *Error.
@@ -131,51 +192,65 @@ func (b *Builder) Prepare(in Input) (*Prepared, error) {
 		}
 		turns = append(turns, turnRows{rows: []schemas.Step{*st}})
 	}
-	p := &Prepared{Prefix: b.c.TextPiece(b.PrefixText(in.Instruction)), Turns: make([]Turn, len(turns))}
+	prefix, err := b.Prefix(in.Instruction)
+	if err != nil {
+		return nil, &Error{tid, -1, "instruction", err}
+	}
+	p := &Prepared{Prefix: prefix, Turns: make([]Turn, len(turns))}
 	prevClosed := false
 	for i := range turns {
 		st := &turns[i].rows[0]
-		n, err := in.ImageTokens(st)
+		w, h, err := 0, 0, error(nil)
+		if b.tpl.Spec().FixedTokens == 0 {
+			w, h, err = in.ImageSize(st)
+		}
+		if err == nil {
+			turns[i].obs, err = b.observation(w, h)
+		}
 		if err != nil {
 			return nil, &Error{tid, st.Step, "observation", err}
 		}
-		img := b.image(n)
 		t := &p.Turns[i]
 		t.Step = st.Step
-		t.Fresh = Concat(b.userOpen, img, b.obsClose)
+		t.Fresh = turns[i].obs.fresh
 		if i > 0 {
-			open := b.afterOpen
+			t.Live = turns[i].obs.live
 			if prevClosed {
-				open = b.afterClosedOpen
+				t.Live = turns[i].obs.liveC
 			}
-			t.Live = Concat(open, img, b.obsClose)
 		}
 		if len(st.ResponseIDs) > 0 {
 			t.Resp = st.ResponseIDs
 			if len(st.Logprobs) > 0 {
 				t.Logp = st.Logprobs
 			}
-			turns[i].text = "" // decoded on demand, in Fill
 		} else {
 			// Imported logs: the response text, closed by <|im_end|>, which
 			// the policy has to learn to emit like any response token.
-			text := responseText(st)
-			t.Resp = append(b.c.Encode(text), b.c.ImEnd)
-			turns[i].text = text + ImEnd
+			turns[i].text = responseText(st)
+			t.Resp = append(b.c.Encode(turns[i].text), b.c.ImEnd)
 		}
 		prevClosed = t.Resp[len(t.Resp)-1] == b.c.ImEnd
 	}
-	p.Fill = func(i int, t *Turn) {
+	p.Fill = func(i int, t *Turn) error {
 		text := turns[i].text
-		if text == "" {
-			text = b.c.Enc.Decode(t.Resp)
+		if len(turns[i].rows[0].ResponseIDs) > 0 {
+			ids := t.Resp
+			if ids[len(ids)-1] == b.c.ImEnd {
+				ids = ids[:len(ids)-1] // the template closes the message
+			}
+			text = b.c.Enc.Decode(ids)
 		}
-		closing := ImEnd + "\n"
-		if t.Resp[len(t.Resp)-1] == b.c.ImEnd {
-			closing = "\n"
+		asst, err := b.message(chat.Assistant, text)
+		if err != nil {
+			return &Error{tid, t.Step, "response", err}
 		}
-		t.Ctx = Concat(b.userOpen, b.image(t.Fresh.ImageTokens), b.c.TextPiece(ImEnd+"\n"+ImStart+"assistant\n"+text+closing))
-		t.Summary = b.c.TextPiece(ImStart + "assistant\n" + ActionSummary(turns[i].rows) + ImEnd + "\n")
+		o := turns[i].obs
+		t.Ctx = Concat(messagePiece("", 0, b.sepText, 1, o.tokens, o.msg), asst)
+		if t.Summary, err = b.message(chat.Assistant, ActionSummary(turns[i].rows)); err != nil {
+			return &Error{tid, t.Step, "action", err}
+		}
+		return nil
 	}
 	return p, nil
 }

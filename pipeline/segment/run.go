@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/cualake/cualake/pipeline/chat"
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/tokenizer"
 	"github.com/cualake/cualake/schemas"
@@ -59,9 +60,14 @@ type Config struct {
 
 // Record is what a commit records about the run: everything that shapes
 // the output, nothing that does not (workers).
-func (c *Config) Record() map[string]any {
+func (c Config) Record() map[string]any {
+	img := map[string]int{"fixed_tokens": c.Image.FixedTokens}
+	if c.Image.FixedTokens == 0 {
+		img = map[string]int{"patch_size": c.Image.PatchSize, "merge_size": c.Image.MergeSize,
+			"min_pixels": c.Image.MinPixels, "max_pixels": c.Image.MaxPixels}
+	}
 	r := map[string]any{"mode": c.Mode, "k": c.K, "delta": c.Delta, "window": c.Window,
-		"tokenizer": c.TokenizerInfo, "image": c.Image, "system": c.System, "quarantine": c.Quarantine}
+		"tokenizer": c.TokenizerInfo, "image": img, "system": c.System, "quarantine": c.Quarantine}
 	if c.FileTokens > 0 {
 		r["file_tokens"] = c.FileTokens
 	}
@@ -191,6 +197,10 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer %s: %w", cfg.TokenizerInfo.File, err)
 	}
+	tpl, err := chat.New(cfg.Tokenizer, cfg.Image)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer %s: %w", cfg.TokenizerInfo.File, err)
+	}
 	if _, ok := m.Tables[schemas.Trajectories.Name]; !ok {
 		return nil, fmt.Errorf("snapshot %s has no trajectories table: run rollout or import first", m.ID)
 	}
@@ -204,7 +214,7 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	imageTokens, err := imageCounter(ctx, l, m, cfg.Image)
+	imageSize, err := imageSizer(ctx, l, m, cfg.Image)
 	if err != nil {
 		return nil, err
 	}
@@ -229,9 +239,13 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b := NewBuilder(codec, cfg.System)
+			b, err := NewBuilder(codec, tpl, cfg.System)
 			for j := range jobs {
-				outs <- work(b, codec, &cfg, instructions, imageTokens, j)
+				if err != nil {
+					outs <- outcome{seq: j.seq, traj: &j.traj, err: err}
+					continue
+				}
+				outs <- work(b, codec, &cfg, instructions, imageSize, j)
 			}
 		}()
 	}
@@ -255,6 +269,9 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 			if firstErr != nil {
 				continue
 			}
+			if cfg.Progress != nil {
+				cfg.Progress(next)
+			}
 			if o.err != nil {
 				var te *Error
 				if !cfg.Quarantine || !errors.As(o.err, &te) {
@@ -270,9 +287,6 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 			if err := w.add(o.rows); err != nil {
 				firstErr = err
 				cancel()
-			}
-			if cfg.Progress != nil {
-				cfg.Progress(next)
 			}
 		}
 	}
@@ -366,7 +380,7 @@ func produce(ctx context.Context, l *lake.Lake, m *lake.Manifest, slots chan str
 	return steps.Err()
 }
 
-func work(b *Builder, c *Codec, cfg *Config, instructions map[string]string, imageTokens func(*schemas.Step) (int, error), j job) outcome {
+func work(b *Builder, c *Codec, cfg *Config, instructions map[string]string, imageSize func(*schemas.Step) (int, int, error), j job) outcome {
 	o := outcome{seq: j.seq, traj: &j.traj}
 	if j.err != nil {
 		o.err = j.err
@@ -378,12 +392,16 @@ func work(b *Builder, c *Codec, cfg *Config, instructions map[string]string, ima
 		o.err = &Error{TrajectoryID: t.TrajectoryID, Step: -1, Field: "task_id", Err: fmt.Errorf("task %q is not in the tasks table", t.TaskID)}
 		return o
 	}
-	p, err := b.Prepare(Input{Trajectory: t, Steps: j.steps, Instruction: instr, ImageTokens: imageTokens})
+	p, err := b.Prepare(Input{Trajectory: t, Steps: j.steps, Instruction: instr, ImageSize: imageSize})
 	if err != nil {
 		o.err = err
 		return o
 	}
-	items, merges := Segment(c, p, cfg.Params)
+	items, merges, err := Segment(c, p, cfg.Params)
+	if err != nil {
+		o.err = err
+		return o
+	}
 	o.turns, o.merges = len(p.Turns), merges
 	o.rows = make([]schemas.Segment, len(items))
 	tok := cfg.TokenizerInfo.String()
@@ -400,11 +418,12 @@ func work(b *Builder, c *Codec, cfg *Config, instructions map[string]string, ima
 	return o
 }
 
-// imageCounter returns the screenshot token count of a step: the fixed
-// count, or smart_resize of its blob's size.
-func imageCounter(ctx context.Context, l *lake.Lake, m *lake.Manifest, spec ImageSpec) (func(*schemas.Step) (int, error), error) {
+// imageSizer returns the size of a step's screenshot from the blobs table
+// (read without the blobs' bytes); with a fixed token count no size is
+// needed and the blobs are not read.
+func imageSizer(ctx context.Context, l *lake.Lake, m *lake.Manifest, spec ImageSpec) (func(*schemas.Step) (int, int, error), error) {
 	if spec.FixedTokens > 0 {
-		return func(*schemas.Step) (int, error) { return spec.FixedTokens, nil }, nil
+		return func(*schemas.Step) (int, int, error) { return 0, 0, nil }, nil
 	}
 	type dims struct{ w, h int32 }
 	byHash := map[[32]byte]dims{}
@@ -419,20 +438,19 @@ func imageCounter(ctx context.Context, l *lake.Lake, m *lake.Manifest, spec Imag
 	if err != nil {
 		return nil, err
 	}
-	return func(st *schemas.Step) (int, error) {
+	return func(st *schemas.Step) (int, int, error) {
 		if st.Observation == "" {
-			return 0, errors.New("no screenshot recorded (set --image-tokens for data without images)")
+			return 0, 0, errors.New("no screenshot recorded (set --image-tokens for data without images)")
 		}
 		k, ok := hashKey(st.Observation)
 		d, found := byHash[k]
 		if !ok || !found {
-			return 0, fmt.Errorf("screenshot blob %s is not in the blobs table (set --image-tokens for data without images)", st.Observation)
+			return 0, 0, fmt.Errorf("screenshot blob %s is not in the blobs table (set --image-tokens for data without images)", st.Observation)
 		}
-		n, err := spec.Tokens(int(d.w), int(d.h))
-		if err != nil {
-			return 0, fmt.Errorf("screenshot blob %s: %w", st.Observation, err)
+		if d.w <= 0 || d.h <= 0 {
+			return 0, 0, fmt.Errorf("blob %s has no width and height: not an image", st.Observation)
 		}
-		return n, nil
+		return int(d.w), int(d.h), nil
 	}, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cualake/cualake/pipeline/chat"
 	"github.com/cualake/cualake/pipeline/tokenizer"
 	"github.com/cualake/cualake/schemas"
 )
@@ -74,13 +75,35 @@ var modeParams = []Params{
 	{Mode: ModeWindow, K: 5, Delta: 5},
 }
 
+func newBuilder(t testing.TB, c *Codec, system string) *Builder {
+	t.Helper()
+	tpl, err := chat.New(c.Enc, chat.DefaultImageSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBuilder(c, tpl, system)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func prepare(t testing.TB, c *Codec, system string, tr *schemas.Trajectory, steps []schemas.Step) *Prepared {
 	t.Helper()
-	p, err := NewBuilder(c, system).Prepare(Input{Trajectory: tr, Steps: steps, Instruction: "Open the file " + tr.TaskID, ImageTokens: imageTokensOf})
+	p, err := newBuilder(t, c, system).Prepare(Input{Trajectory: tr, Steps: steps, Instruction: "Open the file " + tr.TaskID, ImageSize: imageSizeOf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+func segmentOK(t testing.TB, c *Codec, p *Prepared, prm Params) ([]Item, int) {
+	t.Helper()
+	items, merges, err := Segment(c, p, prm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return items, merges
 }
 
 // TestInvariants checks, over many random trajectories, both tokenizers and
@@ -97,7 +120,7 @@ func TestInvariants(t *testing.T) {
 				tr, steps := randTrajectory(r, ec.enc, fmt.Sprintf("traj-%04d", k), trajOpts{maxTurns: 23, imageNames: 7, textOnly: k%9 == 0})
 				for _, prm := range modeParams {
 					p := prepare(t, c, DefaultSystem, &tr, steps)
-					items, merges := Segment(c, p, prm)
+					items, merges := segmentOK(t, c, p, prm)
 					where := fmt.Sprintf("%s %+v", tr.TrajectoryID, prm)
 					checkItems(t, where, ec.enc, prm, steps, items)
 					if merges != 0 {
@@ -135,7 +158,7 @@ func checkItems(t *testing.T, where string, enc tokenizer.Encoder, prm Params, s
 		}
 		wantLp = append(wantLp, lp...)
 	}
-	vs, pad := mustID(enc, VisionStart), mustID(enc, ImagePad)
+	vs, pad := mustID(enc, visionStart), mustID(enc, imagePad)
 	next := 0
 	for i, it := range items {
 		if len(it.IDs) != len(it.Mask) || len(it.IDs) != len(it.Logp) {
@@ -199,7 +222,7 @@ func TestStreamEqualsRetokenization(t *testing.T) {
 				tr, steps := randTrajectory(r, ec.enc, fmt.Sprintf("traj-%04d", k), trajOpts{maxTurns: 16, canonical: true, imageNames: 5})
 				for _, prm := range modeParams {
 					p := prepare(t, c, DefaultSystem, &tr, steps)
-					items, _ := Segment(c, p, prm)
+					items, _ := segmentOK(t, c, p, prm)
 					for i, it := range items {
 						text := ec.enc.Decode(it.IDs)
 						if re := ec.enc.Encode(text); !slices.Equal(re, it.IDs) {
@@ -229,14 +252,14 @@ func TestRolloutTokensSurviveMerges(t *testing.T) {
 			if len(foobar) != 1 || len(split) != 2 {
 				t.Fatalf("want foobar to be one token: %v %v", foobar, split)
 			}
-			resp := append(slices.Clone(split), mustID(enc, ImEnd))
+			resp := append(slices.Clone(split), mustID(enc, imEnd))
 			tr := schemas.Trajectory{TrajectoryID: "t1", TaskID: "x", GroupID: "g"}
 			steps := []schemas.Step{
 				{TrajectoryID: "t1", Step: 0, ActionKind: "wait", Observation: "obs-1", ResponseIDs: resp, Logprobs: []float32{-1, -2, -0.5}},
 				{TrajectoryID: "t1", Step: 1, ActionKind: "done", Observation: "obs-2", Response: "done"},
 			}
 			for _, prm := range modeParams {
-				items, _ := Segment(c, prepare(t, c, "", &tr, steps), prm)
+				items, _ := segmentOK(t, c, prepare(t, c, "", &tr, steps), prm)
 				var trained []int32
 				for _, it := range items {
 					for k := range it.IDs {
@@ -256,15 +279,15 @@ func TestRolloutTokensSurviveMerges(t *testing.T) {
 			// (b) The literal diff across a non-boundary.
 			var s Stream
 			s.Reset(0)
-			head := c.TextPiece(ImStart + "assistant\n")
+			head := c.TextPiece(imStart + "assistant\n")
 			s.AppendContext(c, &head)
 			s.AppendResponse(c, enc.Encode("foo"), []float32{-0.25})
-			obs := c.TextPiece("bar says the screen" + ImEnd + "\n")
+			obs := c.TextPiece("bar says the screen" + imEnd + "\n")
 			s.AppendContext(c, &obs)
-			H := ImStart + "assistant\n" + "foo"
-			o := "bar says the screen" + ImEnd + "\n"
+			H := imStart + "assistant\n" + "foo"
+			o := "bar says the screen" + imEnd + "\n"
 			l := len(enc.Encode(H))
-			want := slices.Concat(enc.Encode(ImStart+"assistant\n"), enc.Encode("foo"), enc.Encode(H + o)[l:])
+			want := slices.Concat(enc.Encode(imStart+"assistant\n"), enc.Encode("foo"), enc.Encode(H + o)[l:])
 			if !slices.Equal(s.IDs, want) {
 				t.Fatalf("literal diff: got %v want %v", s.IDs, want)
 			}
@@ -279,11 +302,11 @@ func TestRolloutTokensSurviveMerges(t *testing.T) {
 			s2.Reset(0)
 			s2.AppendContext(c, &head)
 			s2.AppendResponse(c, enc.Encode("hello"), nil)
-			tail := c.TextPiece(" world" + ImEnd)
+			tail := c.TextPiece(" world" + imEnd)
 			s2.AppendContext(c, &tail)
-			H2 := ImStart + "assistant\nhello"
-			if got, want := s2.IDs[len(s2.IDs)-len(enc.Encode(H2+" world"+ImEnd))+len(enc.Encode(H2)):],
-				enc.Encode(H2 + " world" + ImEnd)[len(enc.Encode(H2)):]; !slices.Equal(got, want) || s2.Merges != 0 {
+			H2 := imStart + "assistant\nhello"
+			if got, want := s2.IDs[len(s2.IDs)-len(enc.Encode(H2+" world"+imEnd))+len(enc.Encode(H2)):],
+				enc.Encode(H2 + " world" + imEnd)[len(enc.Encode(H2)):]; !slices.Equal(got, want) || s2.Merges != 0 {
 				t.Fatalf("non-merging diff %v want %v (merges %d)", got, want, s2.Merges)
 			}
 		})
@@ -292,9 +315,9 @@ func TestRolloutTokensSurviveMerges(t *testing.T) {
 
 func TestCodecRejectsTokenizerWithoutVisionTokens(t *testing.T) {
 	f := newFakeEncoder()
-	delete(f.vocab, VisionStart)
-	if _, err := NewCodec(f); err == nil || !strings.Contains(err.Error(), VisionStart) {
-		t.Fatalf("want an error naming %s, got %v", VisionStart, err)
+	delete(f.vocab, visionStart)
+	if _, err := NewCodec(f); err == nil || !strings.Contains(err.Error(), visionStart) {
+		t.Fatalf("want an error naming %s, got %v", visionStart, err)
 	}
 }
 
@@ -317,41 +340,29 @@ func TestBadInputNamesTrajectoryAndStep(t *testing.T) {
 		{"repeated step", []schemas.Step{ok, ok}, `trajectory "bad-1" step 0: step: steps out of order or repeated`},
 	}
 	for _, tc := range cases {
-		_, err := NewBuilder(c, "").Prepare(Input{Trajectory: &tr, Steps: tc.steps, ImageTokens: imageTokensOf})
+		_, err := newBuilder(t, c, "").Prepare(Input{Trajectory: &tr, Steps: tc.steps, ImageSize: imageSizeOf})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	missing := func(st *schemas.Step) (int, error) { return 0, fmt.Errorf("screenshot blob %s is not in the blobs table", st.Observation) }
-	_, err := NewBuilder(c, "").Prepare(Input{Trajectory: &tr, Steps: []schemas.Step{ok}, ImageTokens: missing})
+	missing := func(st *schemas.Step) (int, int, error) {
+		return 0, 0, fmt.Errorf("screenshot blob %s is not in the blobs table", st.Observation)
+	}
+	_, err := newBuilder(t, c, "").Prepare(Input{Trajectory: &tr, Steps: []schemas.Step{ok}, ImageSize: missing})
 	if err == nil || !strings.Contains(err.Error(), `trajectory "bad-1" step 0: observation: screenshot blob obs-0 is not in the blobs table`) {
 		t.Errorf("missing blob: %v", err)
 	}
-	if err := (Params{Mode: ModeWindow, K: 0, Delta: 5, Image: DefaultImageSpec()}).Validate(); err == nil {
+	if err := (Params{Mode: ModeWindow, K: 0, Delta: 5, Image: chat.DefaultImageSpec()}).Validate(); err == nil {
 		t.Error("K = 0 accepted")
 	}
-	if err := (Params{Mode: ModeWindow, K: 5, Delta: 0, Image: DefaultImageSpec()}).Validate(); err == nil {
+	if err := (Params{Mode: ModeWindow, K: 5, Delta: 0, Image: chat.DefaultImageSpec()}).Validate(); err == nil {
 		t.Error("Delta = 0 accepted")
 	}
 }
 
-func TestImageSpecSmartResize(t *testing.T) {
-	s := DefaultImageSpec()
-	for _, tc := range []struct{ w, h, want int }{
-		{1280, 800, 1000},  // 40 x 25 merged patches
-		{1920, 1080, 2040}, // 1920x1088 -> 60 x 34
-		{100, 100, 64},     // upscaled to min pixels: 256x256 -> 8 x 8
-		{32, 32, 64},
-	} {
-		if got, err := s.Tokens(tc.w, tc.h); err != nil || got != tc.want {
-			t.Errorf("%dx%d: %d %v, want %d", tc.w, tc.h, got, err, tc.want)
-		}
-	}
-	q25 := ImageSpec{PatchSize: 14, MergeSize: 2, MinPixels: 3136, MaxPixels: 1003520}
-	if got, _ := q25.Tokens(1920, 1080); got != 1222 { // 1316 x 728 -> 47 x 26
-		t.Errorf("Qwen2.5-VL 1920x1080: %d", got)
-	}
-	if got, _ := (ImageSpec{FixedTokens: 7}).Tokens(0, 0); got != 7 {
-		t.Error("fixed tokens")
+// The benchmark's screenshots: 1280x800 is 1000 pad tokens for Qwen3-VL.
+func TestBenchmarkScreenshotTokens(t *testing.T) {
+	if n, err := chat.DefaultImageSpec().Tokens(1280, 800); err != nil || n != 1000 {
+		t.Fatalf("1280x800: %d %v", n, err)
 	}
 }

@@ -62,10 +62,15 @@ func Concat(ps ...Piece) Piece {
 	return out
 }
 
-// ImagePiece is one screenshot: <|vision_start|>, n pads, <|vision_end|>.
-// ids must be c.ImageIDs(n) (shared between pieces).
-func ImagePiece(ids []int32, n int) Piece {
-	return Piece{Chunks: [][]int32{ids}, Len: len(ids), Images: 1, ImageTokens: n, Sealed: true}
+// messagePiece is a piece the chat template rendered: it starts at a
+// boundary token unless head (a text already tokenized as its first headLen
+// ids) comes first, and tail is its text after its last boundary token.
+func messagePiece(head string, headLen int, tail string, images, imageTokens int, chunks ...[]int32) Piece {
+	p := Piece{Chunks: chunks, Images: images, ImageTokens: imageTokens, Head: head, HeadLen: headLen, Tail: tail, Sealed: true}
+	for _, ch := range chunks {
+		p.Len += len(ch)
+	}
+	return p
 }
 
 // Stream is the token-ID stream of Algorithm 2: ids, loss mask and rollout

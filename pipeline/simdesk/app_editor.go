@@ -42,11 +42,11 @@ func (editorApp) menus() []menuDef {
 	}
 }
 
-func (editorApp) openMenu(s *State) *string     { return &s.Editor.Menu }
-func (editorApp) popupOpen(s *State) bool       { return s.Editor.Menu != "" }
-func (editorApp) closePopups(s *State)          { s.Editor.Menu = "" }
-func (editorApp) modal(s *State) bool           { return s.Editor.Dialog != nil }
-func (editorApp) reset(d *Desktop)              { d.S.Editor = EditorState{Buf: newBuffer("")} }
+func (editorApp) openMenu(s *State) *string      { return &s.Editor.Menu }
+func (editorApp) popupOpen(s *State) bool        { return s.Editor.Menu != "" }
+func (editorApp) closePopups(s *State)           { s.Editor.Menu = "" }
+func (editorApp) modal(s *State) bool            { return s.Editor.Dialog != nil }
+func (editorApp) reset(d *Desktop)               { d.S.Editor = EditorState{Buf: newBuffer("")} }
 func (a editorApp) requestClose(d *Desktop) bool { return a.guard(d, "close") }
 
 // editorLayout splits the content area below the menu bar.

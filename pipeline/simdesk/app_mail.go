@@ -176,7 +176,7 @@ func (a mailApp) buildFolder(d *Desktop, win *Node, l mailLayout) {
 // composeLayout places the compose form's widgets.
 type composeLayout struct {
 	to, cc, subject, attach, atts, body, send, discard, errLine image.Rectangle
-	bodyRows                                               int
+	bodyRows                                                    int
 }
 
 func layoutCompose(r image.Rectangle) composeLayout {

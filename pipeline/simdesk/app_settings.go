@@ -16,14 +16,14 @@ const (
 	controlW    = 240
 )
 
-func (settingsApp) id() string                    { return "settings" }
-func (settingsApp) name() string                  { return "Settings" }
-func (settingsApp) menus() []menuDef              { return nil }
-func (settingsApp) openMenu(s *State) *string     { return new(string) }
-func (settingsApp) popupOpen(s *State) bool       { return s.Settings.Open != "" }
-func (settingsApp) closePopups(s *State)          { s.Settings.Open = "" }
-func (settingsApp) modal(s *State) bool           { return false }
-func (settingsApp) requestClose(d *Desktop) bool  { return true }
+func (settingsApp) id() string                   { return "settings" }
+func (settingsApp) name() string                 { return "Settings" }
+func (settingsApp) menus() []menuDef             { return nil }
+func (settingsApp) openMenu(s *State) *string    { return new(string) }
+func (settingsApp) popupOpen(s *State) bool      { return s.Settings.Open != "" }
+func (settingsApp) closePopups(s *State)         { s.Settings.Open = "" }
+func (settingsApp) modal(s *State) bool          { return false }
+func (settingsApp) requestClose(d *Desktop) bool { return true }
 func (settingsApp) title(s *State) string {
 	if p := settingsPage(s.Settings.Page); p != nil {
 		return "Settings - " + p.Title

@@ -8,7 +8,7 @@ import (
 
 // Key is a key press with its modifiers.
 type Key struct {
-	Name                     string // canonical name (action.NormalizeKey)
+	Name                    string // canonical name (action.NormalizeKey)
 	Ctrl, Shift, Alt, Super bool
 }
 

@@ -40,5 +40,3 @@ func (d *Desktop) openPath(p string) {
 	}
 	d.openFile(p)
 }
-
-

@@ -21,10 +21,7 @@ type settingGoal struct {
 	crit       int
 }
 
-func (g *settingGoal) done(p *planner, d *Desktop) bool {
-	raw, _ := d.S.settingRaw(g.key)
-	return raw == g.value && d.S.Settings.EditKey != g.key || p.holds(d, g.crit) && d.S.Settings.Edit == nil
-}
+func (g *settingGoal) done(p *planner, d *Desktop) bool { return p.holds(d, g.crit) }
 
 func (g *settingGoal) next(p *planner, d *Desktop) (schemas.Action, error) {
 	if a, ok, err := focusApp(d, "settings"); ok || err != nil {
@@ -247,8 +244,12 @@ func (g *windowGoal) next(p *planner, d *Desktop) (schemas.Action, error) {
 	if g.active || g.open {
 		return clickID(d, action.Click, "dock/"+g.app)
 	}
-	// Closing: answer an unsaved-changes prompt by not saving.
-	if d.S.Focused() == g.app && appByID(g.app).modal(&d.S) {
+	// Closing: raise the window first (its close button may be covered),
+	// and answer an unsaved-changes prompt by not saving.
+	if d.S.Focused() != g.app {
+		return clickID(d, action.Click, "dock/"+g.app)
+	}
+	if appByID(g.app).modal(&d.S) {
 		if d.View().Find(g.app+"/dlg:btn:discard") != nil {
 			return clickID(d, action.Click, g.app+"/dlg:btn:discard")
 		}

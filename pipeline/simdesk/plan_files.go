@@ -222,4 +222,3 @@ func (g *relocateGoal) next(p *planner, d *Desktop) (schemas.Action, error) {
 	}
 	return hotkey("ctrl", "x"), nil
 }
-

@@ -42,7 +42,7 @@ func sheetOpen(d *Desktop, path string) (schemas.Action, bool, error) {
 		switch {
 		case exists:
 			return hotkey("ctrl", "o"), true, nil
-		case sh.Path != "" || sh.Dirty:
+		case sh.Path != "":
 			return hotkey("ctrl", "n"), true, nil
 		}
 	}
@@ -274,4 +274,3 @@ func (g *sortGoal) next(p *planner, d *Desktop) (schemas.Action, error) {
 	}
 	return menuCommand(d, "sheet", "Data", cmd)
 }
-

@@ -35,14 +35,12 @@ func key(name string) schemas.Action       { return action.KeyAction(name, 1) }
 func hotkey(keys ...string) schemas.Action { return action.HotkeyAction(keys...) }
 func typeText(s string) schemas.Action     { return action.TypeAction(s) }
 
-// focusApp makes an app's window the focused one without open popups.
+// focusApp makes an app's window the focused one. Open menus are left
+// alone: a goal that needs one keeps it, and a click elsewhere closes it.
 func focusApp(d *Desktop, id string) (schemas.Action, bool, error) {
 	if d.S.Focused() != id {
 		a, err := clickID(d, "click", "dock/"+id)
 		return a, true, err
-	}
-	if appByID(id).popupOpen(&d.S) {
-		return key("escape"), true, nil
 	}
 	return schemas.Action{}, false, nil
 }

@@ -276,6 +276,16 @@ func (p *planner) plan(d *Desktop) ([]goal, error) {
 		case "text":
 			addFolder(path.Dir(s.g.Path))
 			cur, _ := d.S.FS.Read(s.g.Path)
+			exact := s.incl == nil && s.excl == nil
+			// One goal per file: an exact text wins over include rules.
+			if i := slices.IndexFunc(texts, func(g goal) bool { return g.(*textGoal).path == s.g.Path }); i >= 0 {
+				tg := texts[i].(*textGoal)
+				tg.crit = append(tg.crit, s.i)
+				if exact {
+					tg.target = textTarget(cur, s)
+				}
+				continue
+			}
 			texts = append(texts, &textGoal{path: s.g.Path, crit: []int{s.i}, target: textTarget(cur, s)})
 		case "cell":
 			addFolder(path.Dir(s.g.Path))

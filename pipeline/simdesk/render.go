@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	"image/png"
 	"strconv"
 	"unicode/utf8"
 )
@@ -51,21 +50,13 @@ var palette = color.Palette{
 }
 
 // renderer draws view trees into a reused paletted image and encodes PNGs
-// with a reused encoder buffer.
+// with a reused encoder.
 type renderer struct {
 	img  *image.Paletted
 	rows [16][]byte // one screen row of each colour, copied to fill rects
-	enc  png.Encoder
-	pool bufPool
+	enc  *pngWriter
 	out  bytes.Buffer
 }
-
-// bufPool keeps the PNG encoder's buffers between frames (single-threaded,
-// like the renderer that owns it).
-type bufPool struct{ b *png.EncoderBuffer }
-
-func (p *bufPool) Get() *png.EncoderBuffer  { return p.b }
-func (p *bufPool) Put(b *png.EncoderBuffer) { p.b = b }
 
 func newRenderer(w, h int) *renderer {
 	r := &renderer{img: image.NewPaletted(image.Rect(0, 0, w, h), palette)}
@@ -76,7 +67,7 @@ func newRenderer(w, h int) *renderer {
 		}
 		r.rows[c] = row
 	}
-	r.enc = png.Encoder{CompressionLevel: png.BestSpeed, BufferPool: &r.pool}
+	r.enc = newPNGWriter(palette)
 	return r
 }
 
@@ -97,7 +88,7 @@ func (d *Desktop) Screenshot() ([]byte, error) {
 	img := d.Image()
 	r := d.rend
 	r.out.Reset()
-	if err := r.enc.Encode(&r.out, img); err != nil {
+	if err := r.enc.encode(&r.out, img); err != nil {
 		return nil, fmt.Errorf("simdesk: encode png: %w", err)
 	}
 	return bytes.Clone(r.out.Bytes()), nil

@@ -1,6 +1,7 @@
 package simdesk
 
 import (
+	"errors"
 	"fmt"
 	"image"
 	"path"
@@ -137,8 +138,8 @@ func (d *Desktop) RunCommand(argv []string) CommandResult {
 				}
 			case "rm":
 				err = d.S.FS.Remove(p, has("r") || has("R"))
-				if err != nil && has("f") {
-					err = nil
+				if errors.Is(err, vfs.ErrNotFound) && has("f") {
+					err = nil // -f ignores missing files, not protected ones
 				}
 			case "cat":
 				var s string

@@ -136,7 +136,7 @@ type SettingsState struct {
 	Values  []SettingValue `json:"values"` // sorted by key
 	Page    string         `json:"page"`
 	Scroll  int            `json:"scroll,omitempty"`
-	Open    string         `json:"open,omitempty"` // key of the open dropdown
+	Open    string         `json:"open,omitempty"`     // key of the open dropdown
 	EditKey string         `json:"edit_key,omitempty"` // the focused text field or slider
 	Edit    *Field         `json:"edit,omitempty"`     // a text setting being edited
 	Message string         `json:"message,omitempty"`  // why the last value was refused

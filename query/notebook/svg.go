@@ -349,9 +349,11 @@ func (p *plot) draw() *Figure {
 	if p.c.Type == "bar" || p.c.Type == "histogram" {
 		ylo, yhi = math.Min(0, ylo), math.Max(0, yhi)
 	}
-	if ylo == yhi {
-		pad := math.Max(1, math.Abs(ylo)*0.1)
-		ylo, yhi = ylo-pad, yhi+pad
+	if ylo == yhi { // one value: show it against zero
+		ylo, yhi = math.Min(0, ylo), math.Max(0, yhi)
+		if ylo == yhi {
+			yhi = 1
+		}
 	}
 	yticks, ystep := niceTicks(ylo, yhi, 5)
 	y0, y1 := yticks[0], yticks[len(yticks)-1]

@@ -1,20 +1,329 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/cualake/cualake/pipeline/audit"
+	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/query/notebook"
+	"github.com/cualake/cualake/schemas"
 )
 
-// The audit stage is not built yet; it says so and exits non-zero (code 5).
+// auditFlags are shared by `audit` and each of its kinds, so that flags
+// work before or after the kind and the `audit` stage binary takes them
+// too.
+var auditFlags = []cli.Flag{lakeFlag,
+	&cli.StringFlag{Name: "at", Aliases: []string{"in"}, Usage: "snapshot id, id prefix or tag to audit (default main)"},
+	&cli.StringFlag{Name: "against", Usage: "overlap: the evaluation pool, a snapshot or an OSWorld evaluation_examples folder"},
+	&cli.StringFlag{Name: "pools", Value: audit.WithinAuto, Usage: "overlap without --against: split tasks by source (generated vs imported/seed) or split (train vs heldout); auto picks split when any task is held out"},
+	&cli.StringFlag{Name: "train-sources", Usage: "overlap with --against: only these task sources form the training pool (comma list; default all)"},
+	&cli.Float64Flag{Name: "threshold", Value: audit.DefaultThreshold, Usage: "overlap: near-duplicate similarity threshold, in (0.5, 1]"},
+	&cli.StringFlag{Name: "labels", Usage: "judges: human labels, CSV or JSONL with trajectory_id and human (success|failure)"},
+	&cli.Float64Flag{Name: "p-min", Value: audit.DefaultHealth.PMin, Usage: "health: lower edge of the frontier band"},
+	&cli.Float64Flag{Name: "p-max", Value: audit.DefaultHealth.PMax, Usage: "health: upper edge of the frontier band"},
+	&cli.IntFlag{Name: "stale", Value: audit.DefaultHealth.StaleVersions, Usage: "health: a sample more than this many policy versions behind is stale"},
+	&cli.StringFlag{Name: "report", Usage: "write the HTML report to FILE (default out/audit-<kind>-<snapshot>.html)"},
+	jsonFlag,
+}
+
+var auditKinds = map[string]string{
+	audit.KindOverlap:   "overlap of a training pool with an evaluation pool: exact JSON, normalised instruction, near-duplicate, judge reuse",
+	audit.KindJudges:    "executable judges against human labels per domain: agreement, false positives and negatives",
+	audit.KindVerifier:  "verifier strategies against executable outcomes: agreement, FP/FN, probe rate and cost, schedule reward, Pareto frontier",
+	audit.KindSynthesis: "synthesized judges per role configuration and round: executable rate, acceptance, calls and tokens per accepted task",
+	audit.KindHealth:    "sampler and data health per iteration: zero-variance groups, frontier, EMA histogram, never sampled, stale, pass@k, filtering",
+}
+
+var auditExamples = map[string]string{
+	audit.KindOverlap:   "cualake audit overlap --against ../shared/data/osworld\n   cualake audit overlap --pools split --json",
+	audit.KindJudges:    "cualake audit judges --labels labels.csv",
+	audit.KindVerifier:  "cualake audit verifier --at release/2026-11",
+	audit.KindSynthesis: "cualake audit synthesis --report synthesis.html",
+	audit.KindHealth:    "cualake audit health --p-min 0.1 --p-max 0.9 --json",
+}
+
 func init() {
+	var subs []*cli.Command
+	for _, kind := range audit.Kinds {
+		kind := kind
+		subs = append(subs, &cli.Command{
+			Name:        kind,
+			Usage:       auditKinds[kind],
+			Description: "Commits a snapshot (stage audit) whose audits table holds this kind's rows; other kinds' rows carry over.\nExample:\n   " + auditExamples[kind],
+			Flags:       auditFlags,
+			Action:      func(c *cli.Context) error { return runAudit(c, kind) },
+		})
+	}
 	register(&cli.Command{
-		Name:        "audit",
-		Usage:       "the audit stage (not built yet)",
-		Description: "Example: cualake audit --lake ./data/lake",
-		Flags:       []cli.Flag{lakeFlag, jsonFlag},
-		Action: func(c *cli.Context) error {
-			return fmt.Errorf("the audit stage: %w", ErrNotBuilt)
-		},
+		Name:      "audit",
+		Usage:     "the audit stage: overlap, judges, verifier, synthesis or health; commits rows to audits and writes a report",
+		ArgsUsage: "overlap|judges|verifier|synthesis|health",
+		Description: `Each audit reads one snapshot (--at, default main), replaces the rows of its kind in the
+audits table, commits the next snapshot (stage "audit") and renders an HTML report with the
+shipped notebook audit-<kind> (re-render it with: cualake notebook run audit-<kind> --at SNAPSHOT).
+A summary goes to stdout (--json for one JSON object). See docs/audit.md.
+
+Example:
+   cualake audit overlap --against ../shared/data/osworld
+   cualake audit judges --labels labels.jsonl --json
+   cualake audit health --report out/health.html`,
+		Flags:       auditFlags,
+		Subcommands: subs,
+		Action:      auditDispatch,
 	})
+}
+
+// auditDispatch runs `audit KIND ...` when the kind was not dispatched as a
+// subcommand: in the `audit` stage binary (StageApp runs this Action with
+// the flags given before KIND) and for an unknown kind. Flags set before
+// KIND are passed on after it.
+func auditDispatch(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return usageErr("audit needs a kind: %s", strings.Join(audit.Kinds, ", "))
+	}
+	kind := c.Args().First()
+	if _, ok := auditKinds[kind]; !ok {
+		return usageErr("audit: unknown kind %q (want %s)", kind, strings.Join(audit.Kinds, ", "))
+	}
+	args := []string{"audit", kind}
+	set := c.LocalFlagNames()
+	for _, f := range auditFlags {
+		name := f.Names()[0]
+		if !slices.ContainsFunc(f.Names(), func(n string) bool { return slices.Contains(set, n) }) {
+			continue
+		}
+		args = append(args, fmt.Sprintf("--%s=%v", name, c.Value(name)))
+	}
+	args = append(args, c.Args().Tail()...)
+	app := &cli.App{Name: c.App.Name, Writer: c.App.Writer, ErrWriter: c.App.ErrWriter, ExitErrHandler: func(*cli.Context, error) {},
+		Commands: []*cli.Command{{Name: kind, Flags: auditFlags, Action: func(cc *cli.Context) error { return runAudit(cc, kind) }}}}
+	return app.RunContext(c.Context, args)
+}
+
+// flagContext returns the context in which a flag was set explicitly (the
+// kind's own, or `audit`'s when given before the kind), else c.
+func flagContext(c *cli.Context, name string) *cli.Context {
+	names := []string{name}
+	for _, f := range auditFlags {
+		if slices.Contains(f.Names(), name) {
+			names = f.Names()
+		}
+	}
+	for _, x := range c.Lineage() {
+		set := x.LocalFlagNames()
+		if x.Command != nil && slices.ContainsFunc(names, func(n string) bool { return slices.Contains(set, n) }) {
+			return x
+		}
+	}
+	return c
+}
+
+func fString(c *cli.Context, name string) string { return flagContext(c, name).String(name) }
+func fFloat(c *cli.Context, name string) float64 { return flagContext(c, name).Float64(name) }
+func fInt(c *cli.Context, name string) int       { return flagContext(c, name).Int(name) }
+func fBool(c *cli.Context, name string) bool     { return flagContext(c, name).Bool(name) }
+func splitList(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
+}
+func shortSnap(id string) string { return id[:min(12, len(id))] }
+func auditReportPath(kind, snapshot string) string {
+	return filepath.Join("out", "audit-"+kind+"-"+shortSnap(snapshot)+".html")
+}
+
+func runAudit(c *cli.Context, kind string) error {
+	if c.NArg() > 0 {
+		return usageErr("audit %s takes no arguments, got %q (flags go before or after the kind)", kind, strings.Join(c.Args().Slice(), " "))
+	}
+	ctx := c.Context
+	l, err := lake.OpenDir(ctx, fString(c, "lake"), false)
+	if err != nil {
+		return err
+	}
+	m, err := l.At(ctx, fString(c, "at"))
+	if err != nil {
+		return err
+	}
+	in := audit.Input{Lake: l, Snapshot: m}
+	var res *audit.Result
+	switch kind {
+	case audit.KindOverlap:
+		res, err = runOverlap(c, in)
+	case audit.KindJudges:
+		res, err = runJudges(c, in)
+	case audit.KindVerifier:
+		res, err = audit.Verifier(ctx, in)
+	case audit.KindSynthesis:
+		res, err = audit.Synthesis(ctx, in)
+	case audit.KindHealth:
+		opt := audit.DefaultHealth
+		opt.PMin, opt.PMax, opt.StaleVersions = fFloat(c, "p-min"), fFloat(c, "p-max"), fInt(c, "stale")
+		res, err = audit.Health(ctx, in, opt)
+	}
+	if err != nil {
+		return err
+	}
+	next, err := audit.Commit(ctx, l, m.ID, res)
+	if err != nil {
+		return err
+	}
+	report := fString(c, "report")
+	if report == "" {
+		report = auditReportPath(kind, next.ID)
+	}
+	rep, err := audit.Report(ctx, l, next, kind)
+	if err != nil {
+		return fmt.Errorf("audit %s: committed %s, but the report failed: %w", kind, shortSnap(next.ID), err)
+	}
+	if err := writeReport(report, "html", rep); err != nil {
+		return fmt.Errorf("audit %s: committed %s, but the report failed: %w", kind, shortSnap(next.ID), err)
+	}
+	failed := rep.Failures()
+	for _, f := range failed {
+		fmt.Fprintf(c.App.ErrWriter, "warning: report %s: %s\n", report, f)
+	}
+	if fBool(c, "json") {
+		if failed == nil {
+			failed = []string{}
+		}
+		return printJSON(c.App.Writer, map[string]any{"kind": kind, "snapshot": next.ID, "parent": next.Parent, "inputs": next.Inputs,
+			"audited": m.ID, "rows": len(res.Rows), "params": res.Params, "report": report, "report_failures": failed, "headline": res.Headline})
+	}
+	w := c.App.Writer
+	fmt.Fprintf(w, "audit %s of %s: %d rows, committed %s\nreport: %s\n\n", kind, shortSnap(m.ID), len(res.Rows), shortSnap(next.ID), report)
+	writeAuditRows(w, res.Headline)
+	return nil
+}
+
+// writeAuditRows prints rows as an aligned table.
+func writeAuditRows(w interface{ Write([]byte) (int, error) }, rows []schemas.Audit) {
+	var b bytes.Buffer
+	mw, gw := len("metric"), len("group")
+	for _, r := range rows {
+		mw, gw = max(mw, len(r.Metric)), max(gw, len(r.Group))
+	}
+	fmt.Fprintf(&b, "%-*s  %-*s  %12s  %8s\n", mw, "metric", gw, "group", "value", "count")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%-*s  %-*s  %12.4g  %8d\n", mw, r.Metric, gw, r.Group, r.Value, r.Count)
+	}
+	w.Write(b.Bytes())
+}
+
+func runOverlap(c *cli.Context, in audit.Input) (*audit.Result, error) {
+	ctx := c.Context
+	tasks, err := lake.ReadTable(ctx, in.Lake, in.Snapshot, schemas.Tasks)
+	if err != nil {
+		return nil, fmt.Errorf("audit overlap: %w", err)
+	}
+	against := fString(c, "against")
+	var train, eval audit.Pool
+	var inputs []string
+	switch {
+	case against == "":
+		if train, eval, err = audit.WithinPools(tasks, fString(c, "pools"), in.Snapshot.ID); err != nil {
+			return nil, usageErr("%v", err)
+		}
+	case audit.IsOSWorldDir(against):
+		if eval, err = audit.ReadOSWorld(against); err != nil {
+			return nil, err
+		}
+	default:
+		em, err := in.Lake.At(ctx, against)
+		if err != nil {
+			if _, serr := os.Stat(against); serr == nil {
+				return nil, usageErr("--against %s: a folder without OSWorld examples/<domain>/<id>.json files", against)
+			}
+			return nil, fmt.Errorf("--against %s: neither an OSWorld evaluation_examples folder nor a snapshot: %w", against, err)
+		}
+		et, err := lake.ReadTable(ctx, in.Lake, em, schemas.Tasks)
+		if err != nil {
+			return nil, fmt.Errorf("--against %s: %w", against, err)
+		}
+		eval = audit.Pool{Desc: map[string]any{"snapshot": em.ID}, Items: audit.TaskItems(et, nil)}
+		inputs = append(inputs, em.ID)
+	}
+	if against != "" {
+		sources := splitList(fString(c, "train-sources"))
+		desc := map[string]any{"snapshot": in.Snapshot.ID}
+		if len(sources) > 0 {
+			desc["sources"] = sources
+		}
+		train = audit.Pool{Desc: desc, Items: audit.TaskItems(tasks, sources)}
+	}
+	res, err := audit.OverlapPools(train, eval, fFloat(c, "threshold"))
+	if err != nil {
+		return nil, err
+	}
+	res.Inputs = inputs
+	// The commit's params name --against as given; the rows already carry
+	// the resolved pools (snapshot id, or folder and content hash).
+	res.Params["against"] = against
+	return res, nil
+}
+
+func runJudges(c *cli.Context, in audit.Input) (*audit.Result, error) {
+	path := fString(c, "labels")
+	if path == "" {
+		return nil, usageErr("audit judges needs --labels FILE (CSV or JSONL: trajectory_id, human success|failure)")
+	}
+	labels, err := audit.ReadLabels(path)
+	if err != nil {
+		return nil, err
+	}
+	trajs, err := lake.ReadTable(c.Context, in.Lake, in.Snapshot, schemas.Trajectories)
+	if err != nil {
+		return nil, fmt.Errorf("audit judges: %w", err)
+	}
+	tasks, err := lake.ReadTable(c.Context, in.Lake, in.Snapshot, schemas.Tasks)
+	if err != nil {
+		return nil, fmt.Errorf("audit judges: %w", err)
+	}
+	return audit.JudgesAgreement(trajs, tasks, labels)
+}
+
+// writeReport writes a rendered report atomically, creating its folder.
+func writeReport(path, format string, r *notebook.Report) error {
+	var buf bytes.Buffer
+	var err error
+	switch format {
+	case "html", "":
+		err = notebook.WriteHTML(&buf, r)
+	case "ipynb":
+		err = notebook.WriteIPYNB(&buf, r)
+	default:
+		return usageErr("--format %q: want html or ipynb", format)
+	}
+	if err != nil {
+		return err
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }

@@ -1,20 +1,142 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"runtime"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/cualake/cualake/pipeline/chat"
+	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/progress"
+	"github.com/cualake/cualake/pipeline/segment"
+	"github.com/cualake/cualake/pipeline/tokenizer"
+	"github.com/cualake/cualake/schemas"
 )
 
-// The segment stage is not built yet; it says so and exits non-zero (code 5).
 func init() {
+	spec := chat.DefaultImageSpec()
 	register(&cli.Command{
-		Name:        "segment",
-		Usage:       "the segment stage (not built yet)",
-		Description: "Example: cualake segment --lake ./data/lake",
-		Flags:       []cli.Flag{lakeFlag, jsonFlag},
-		Action: func(c *cli.Context) error {
-			return fmt.Errorf("the segment stage: %w", ErrNotBuilt)
+		Name:  "segment",
+		Usage: "cut trajectories into training items (trajectory, step or window mode) and commit the segments table",
+		Description: `Reads trajectories, steps, tasks and screenshot sizes from --in and commits the next
+snapshot with its segments table replaced: token ids, loss mask (1 on each response token
+in exactly one item) and the rollout's log-probabilities.
+
+  trajectory  one item per trajectory, the whole conversation            O(n) items
+  step        one item per turn, the last --window turns in full,
+              older ones as compact action history (EvoCUA-1.5)        O(nT) items
+  window      Visual Context Segmentation (ScaleCUA Algorithm 2): a token
+              stream of at most K + Delta screenshots, pruned by Delta    O(nT/K) items
+
+Screenshots take the pad tokens Qwen-VL's smart_resize gives their size (blobs table),
+or --image-tokens N each. With --quarantine, bad trajectories go to rejects instead of
+failing the run.
+
+Example:
+   cualake segment --mode window --k 5 --delta 5 --json
+   cualake segment --in release/2026-11 --mode step --window 5 --image-tokens 1000`,
+		Flags: []cli.Flag{lakeFlag, jsonFlag,
+			&cli.StringFlag{Name: "in", Usage: "input snapshot or tag (default main)"},
+			&cli.StringFlag{Name: "mode", Value: string(segment.ModeWindow), Usage: "trajectory, step or window"},
+			&cli.IntFlag{Name: "k", Value: segment.DefaultK, Usage: "window mode: screenshots kept after pruning"},
+			&cli.IntFlag{Name: "delta", Value: segment.DefaultDelta, Usage: "window mode: screenshots dropped per pruning"},
+			&cli.IntFlag{Name: "window", Value: segment.DefaultWindow, Usage: "step mode: previous turns kept in full"},
+			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer.json (default: $" + tokenizer.EnvTokenizer + " or the Qwen3 tokenizer of `make setup`)"},
+			&cli.IntFlag{Name: "image-tokens", Usage: "pad tokens per screenshot, for data without screenshots (0: from each screenshot's size)"},
+			&cli.IntFlag{Name: "patch-size", Value: spec.PatchSize, Usage: "vision patch side in pixels"},
+			&cli.IntFlag{Name: "merge-size", Value: spec.MergeSize, Usage: "patches merged per token side"},
+			&cli.IntFlag{Name: "min-pixels", Value: spec.MinPixels, Usage: "smallest resized screenshot area"},
+			&cli.IntFlag{Name: "max-pixels", Value: spec.MaxPixels, Usage: "largest resized screenshot area"},
+			&cli.IntFlag{Name: "workers", Value: runtime.NumCPU(), Usage: "trajectories segmented in parallel (the output does not depend on it)"},
+			&cli.BoolFlag{Name: "quarantine", Usage: "send bad trajectories to the rejects table and segment the rest"},
 		},
+		Action: segmentAction,
 	})
+}
+
+func segmentAction(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageErr("segment takes no arguments, got %q", c.Args().First())
+	}
+	prm := segment.Params{
+		Mode: segment.Mode(c.String("mode")), K: c.Int("k"), Delta: c.Int("delta"), Window: c.Int("window"),
+		Image: chat.ImageSpec{PatchSize: c.Int("patch-size"), MergeSize: c.Int("merge-size"), MinPixels: c.Int("min-pixels"),
+			MaxPixels: c.Int("max-pixels"), FixedTokens: c.Int("image-tokens")},
+		System: segment.DefaultSystem, Workers: c.Int("workers"), Quarantine: c.Bool("quarantine"),
+	}
+	if prm.Image.PatchSize < 1 || prm.Image.MergeSize < 1 {
+		return usageErr("--patch-size and --merge-size must be >= 1")
+	}
+	if err := prm.Validate(); err != nil {
+		return usageErr("%v", err)
+	}
+	path := c.String("tokenizer")
+	if path == "" {
+		p, err := tokenizer.DefaultPath()
+		if err != nil {
+			return err
+		}
+		path = p
+	}
+	tok, info, err := segment.LoadTokenizer(path)
+	if err != nil {
+		return err
+	}
+	l, m, err := snapshotAt(c, "in")
+	if err != nil {
+		return err
+	}
+	quiet := c.Bool("json")
+	bar := progress.New(os.Stderr, "segment", int(m.Tables[schemas.Trajectories.Name].Rows), quiet)
+	cfg := segment.Config{Params: prm, Tokenizer: tok, TokenizerInfo: info, Progress: func(int) { bar.Add(1) }}
+	res, err := segment.Run(c.Context, l, m, cfg)
+	if err != nil {
+		if errors.Is(err, segment.ErrParams) {
+			return usageErr("%v", err)
+		}
+		return err
+	}
+	bar.Done()
+	tx, err := l.Begin(c.Context, m.ID)
+	if err != nil {
+		return err
+	}
+	if err := res.Apply(c.Context, l, tx); err != nil {
+		return err
+	}
+	out, err := tx.Commit(c.Context, lake.CommitInfo{Stage: segment.Stage, Params: cfg.Record(), Inputs: []string{m.ID}})
+	if err != nil {
+		return err
+	}
+	s := res.Summary
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, map[string]any{"snapshot": out.ID, "input": m.ID, "rejects": len(res.Rejects), "summary": s})
+	}
+	fmt.Fprintf(c.App.Writer, "snapshot %s: %d items from %d trajectories (%d turns; %d empty, %d rejected) in %d files\n",
+		out.ID[:12], s.Items, s.Trajectories, s.Turns, s.Empty, s.Rejected, s.Files)
+	fmt.Fprintf(c.App.Writer, "  tokens %d (max %d per item, %.0f mean), trainable %d, images %.2f per item (max %d)\n",
+		s.Tokens, s.MaxTokens, s.TokensPerItem, s.Trainable, s.ImagesPerItem, s.MaxImages)
+	fmt.Fprintf(c.App.Writer, "  %s items: %d (%s); trajectory mode would give %d, step %d, window(K=%d, Delta=%d) %d\n",
+		s.Expected.Order, s.Items, s.Expected.Formula, s.Expected.Trajectory, s.Expected.Step, windowK(s), windowDelta(s), s.Expected.Window)
+	if s.WithoutLogprobs > 0 {
+		fmt.Fprintf(c.App.Writer, "  %d items have no recorded log-probabilities (imported logs)\n", s.WithoutLogprobs)
+	}
+	return nil
+}
+
+func windowK(s segment.Summary) int {
+	if s.Mode == segment.ModeWindow {
+		return s.K
+	}
+	return segment.DefaultK
+}
+
+func windowDelta(s segment.Summary) int {
+	if s.Mode == segment.ModeWindow {
+		return s.Delta
+	}
+	return segment.DefaultDelta
 }

@@ -59,10 +59,10 @@ var (
 	reRendered = regexp.MustCompile(`<body[^>]*\bdata-rendered="([^"]*)"`)
 )
 
-// Load opens the HTML file in headless Chromium twice: once to dump the DOM
-// after scripts ran (with console logging on stderr) and once to save a
-// screenshot named shot (a .png under ArtifactDir). It skips the test when
-// Chromium is not installed.
+// Load opens the HTML file in headless Chromium once, dumping the DOM after
+// scripts ran (--dump-dom), logging console messages on stderr, and saving
+// a screenshot named shot (a .png under ArtifactDir). It skips the test
+// when Chromium is not installed.
 func Load(t testing.TB, htmlPath, shot string) *Page {
 	t.Helper()
 	bin := Chromium()
@@ -73,36 +73,30 @@ func Load(t testing.TB, htmlPath, shot string) *Page {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := "file://" + abs
-	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+	page := &Page{Screenshot: filepath.Join(ArtifactDir(t), shot)}
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-		"--disable-extensions", "--mute-audio"}
-	profile := func() string { return "--user-data-dir=" + t.TempDir() }
-	run := func(args ...string) (string, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, bin, args...)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, tail(errOut.String()))
-		}
-		return out.String(), errOut.String()
+		"--disable-extensions", "--mute-audio", "--user-data-dir=" + t.TempDir(),
+		"--enable-logging=stderr", "--v=0", "--window-size=1280,2400", "--screenshot=" + page.Screenshot,
+		"--dump-dom", "file://" + abs}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, tail(errOut.String()))
 	}
-	page := &Page{}
-	dom, logs := run(append(base, profile(), "--enable-logging=stderr", "--v=0", "--dump-dom", url)...)
-	page.DOM = dom
-	for _, line := range strings.Split(logs, "\n") {
+	page.DOM = out.String()
+	for _, line := range strings.Split(errOut.String(), "\n") {
 		if m := reConsole.FindStringSubmatch(line); m != nil {
 			page.Console = append(page.Console, m[1])
 		}
 	}
-	if m := reRendered.FindStringSubmatch(dom); m != nil {
+	if m := reRendered.FindStringSubmatch(page.DOM); m != nil {
 		page.Rendered = m[1]
 	}
-	page.Screenshot = filepath.Join(ArtifactDir(t), shot)
-	run(append(base, profile(), "--window-size=1280,2400", "--screenshot="+page.Screenshot, url)...)
 	st, err := os.Stat(page.Screenshot)
 	if err != nil || st.Size() == 0 {
 		t.Fatalf("chromium wrote no screenshot at %s: %v", page.Screenshot, err)

@@ -197,6 +197,13 @@ func FixtureRows() Rows {
 				if acc {
 					break
 				}
+				if round == 2 {
+					last := &out.Synthesis[len(out.Synthesis)-1]
+					last.Dropped = "max-rounds"
+					if c == 5 {
+						last.Dropped = "duplicate"
+					}
+				}
 			}
 		}
 	}

@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cualake/cualake/notebooks"
+	"github.com/cualake/cualake/query"
+	"github.com/cualake/cualake/query/notebook"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:  "notebook",
+		Usage: "run analyst notebooks (Markdown with SQL cells) against a snapshot and render HTML or ipynb",
+		Description: `A notebook is Markdown; every ` + "```sql" + ` fence is a cell, with optional directives in its
+leading comments (-- title:, -- chart: line|bar|histogram|scatter x=COL y=COL series=COL, -- rows: N).
+See docs/notebooks.md. Shipped notebooks run by name.
+
+Example:
+   cualake notebook list
+   cualake notebook run frontier --out frontier.html
+   cualake notebook run notebooks/rollout-health.md --at release/2026-11 --format ipynb --out health.ipynb`,
+		Subcommands: []*cli.Command{
+			{
+				Name: "run", Usage: "execute every cell (read-only) and write one self-contained report", ArgsUsage: "FILE|NAME",
+				Description: "FILE is a notebook path, or the name of a shipped notebook (see `notebook list`). A failing cell is\n" +
+					"reported in place and the rest still renders; the command then exits 1 after writing the report.\n" +
+					"Example: cualake notebook run notebooks/frontier.md --at main --out report.html",
+				Flags: []cli.Flag{lakeFlag,
+					&cli.StringFlag{Name: "at", Usage: "snapshot id, id prefix or tag (default main)"},
+					&cli.StringFlag{Name: "out", Usage: "report file (default out/<notebook>-<snapshot>.html or .ipynb)"},
+					&cli.StringFlag{Name: "format", Usage: "html or ipynb (default: from --out's extension, else html)"},
+					jsonFlag,
+				},
+				Action: notebookRun,
+			},
+			{
+				Name: "list", Usage: "list the shipped notebooks", Flags: []cli.Flag{jsonFlag},
+				Description: "Example: cualake notebook list --json",
+				Action: func(c *cli.Context) error {
+					if c.Bool("json") {
+						return printJSON(c.App.Writer, notebooks.Names())
+					}
+					for _, n := range notebooks.Names() {
+						fmt.Fprintln(c.App.Writer, n)
+					}
+					return nil
+				},
+			},
+		},
+	})
+}
+
+// notebookSource reads a notebook file, or a shipped notebook by name when
+// no such file exists.
+func notebookSource(arg string) (name string, src []byte, err error) {
+	src, err = os.ReadFile(arg)
+	if err == nil {
+		return filepath.Base(arg), src, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", nil, fmt.Errorf("notebook %s: %w", arg, err)
+	}
+	if !strings.ContainsAny(arg, `/\`) {
+		if b, serr := notebooks.Source(arg); serr == nil {
+			return strings.TrimSuffix(arg, ".md") + ".md", b, nil
+		}
+	}
+	return "", nil, fmt.Errorf("notebook %s: no such file, nor a shipped notebook (have %s)", arg, strings.Join(notebooks.Names(), ", "))
+}
+
+func notebookRun(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("notebook run needs one FILE or NAME")
+	}
+	format := c.String("format")
+	out := c.String("out")
+	if format == "" {
+		format = "html"
+		if strings.EqualFold(filepath.Ext(out), ".ipynb") {
+			format = "ipynb"
+		}
+	}
+	if format != "html" && format != "ipynb" {
+		return usageErr("--format %q: want html or ipynb", format)
+	}
+	name, src, err := notebookSource(c.Args().First())
+	if err != nil {
+		return err
+	}
+	l, m, err := snapshotAt(c, "at")
+	if err != nil {
+		return err
+	}
+	e, err := query.Open(c.Context, l, m)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	rep, err := notebook.Run(c.Context, e, notebook.Parse(name, src))
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		out = filepath.Join("out", strings.TrimSuffix(name, ".md")+"-"+shortSnap(m.ID)+"."+format)
+	}
+	if err := writeReport(out, format, rep); err != nil {
+		return err
+	}
+	cells, points := 0, 0
+	for _, o := range rep.Cells {
+		if o.Cell.Kind == notebook.SQL {
+			cells++
+		}
+		if o.Figure != nil {
+			points += o.Figure.Points
+		}
+	}
+	failed := rep.Failures()
+	if c.Bool("json") {
+		if failed == nil {
+			failed = []string{}
+		}
+		if err := printJSON(c.App.Writer, map[string]any{"notebook": name, "snapshot": m.ID, "out": out, "format": format,
+			"cells": cells, "failed": failed, "chart_points": points}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(c.App.Writer, "wrote %s: %s against %s, %d cells, %d failed\n", out, name, shortSnap(m.ID), cells, len(failed))
+	}
+	return rep.Err()
+}

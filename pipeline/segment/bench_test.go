@@ -1,0 +1,181 @@
+package segment
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cualake/cualake/pipeline/chat"
+	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/segment/internal/synth"
+)
+
+// The benchmark workload of the issue: 2,000 trajectories of 30 turns,
+// every screenshot 1280x800 = 1,000 pad tokens (Qwen3-VL).
+const (
+	benchTrajs  = 2000
+	benchTurns  = 30
+	benchWidth  = 1280
+	benchHeight = 800
+)
+
+var benchModes = []Params{
+	{Mode: ModeTrajectory},
+	{Mode: ModeStep, Window: DefaultWindow},
+	{Mode: ModeWindow, K: DefaultK, Delta: DefaultDelta},
+}
+
+// peakHeap samples the live heap every few milliseconds until stopped.
+type peakHeap struct {
+	stop chan struct{}
+	done chan struct{}
+	peak uint64
+}
+
+func watchHeap() *peakHeap {
+	runtime.GC()
+	p := &peakHeap{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(s)
+			p.peak = max(p.peak, s[0].Value.Uint64())
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return p
+}
+
+// MB stops sampling and returns the peak in MiB.
+func (p *peakHeap) MB() float64 {
+	close(p.stop)
+	<-p.done
+	return float64(p.peak) / (1 << 20)
+}
+
+var benchCore struct {
+	once sync.Once
+	c    *Codec
+	ids  []string
+	ps   []*Prepared
+}
+
+// BenchmarkSegmentCore times the mode algorithms alone on pre-tokenized
+// trajectories (every piece already tokenized, as in bench/segment_alg2.py's
+// input; set CUALAKE_ALG2_JSONL=FILE to write that input).
+func BenchmarkSegmentCore(b *testing.B) {
+	enc := qwen(b)
+	benchCore.once.Do(func() {
+		d := synth.Generate(enc, synth.Options{Seed: 1, Trajectories: benchTrajs, Turns: benchTurns, Screenshots: 1, Width: benchWidth, Height: benchHeight})
+		benchCore.c, benchCore.ids, benchCore.ps = prepareData(b, enc, d, benchWidth, benchHeight)
+		for _, p := range benchCore.ps {
+			g := segmenter{p: p}
+			for i := range p.Turns {
+				g.ensure(i)
+			}
+		}
+		if path := os.Getenv("CUALAKE_ALG2_JSONL"); path != "" {
+			f, err := os.Create(path)
+			must(b, err)
+			pw, err := NewPretokWriter(f, benchCore.c)
+			must(b, err)
+			for i, p := range benchCore.ps {
+				must(b, pw.Write(benchCore.ids[i], p))
+			}
+			must(b, pw.Flush())
+			must(b, f.Close())
+		}
+	})
+	c, ps := benchCore.c, benchCore.ps
+	for _, prm := range benchModes {
+		b.Run(string(prm.Mode), func(b *testing.B) {
+			var tokens, items int64
+			heap := watchHeap()
+			b.ResetTimer()
+			for range b.N {
+				tokens, items = 0, 0
+				for _, p := range ps {
+					its, _, err := Segment(c, p, prm)
+					if err != nil {
+						b.Fatal(err)
+					}
+					items += int64(len(its))
+					for _, it := range its {
+						tokens += int64(len(it.IDs))
+					}
+				}
+			}
+			b.StopTimer()
+			sec := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(float64(len(ps))/sec, "traj/s")
+			b.ReportMetric(float64(tokens)/sec, "tokens/s")
+			b.ReportMetric(float64(items), "items")
+			b.ReportMetric(heap.MB(), "peak-heap-MB")
+		})
+	}
+}
+
+var benchLake struct {
+	once sync.Once
+	dir  string
+	l    *lake.Lake
+	m    *lake.Manifest
+}
+
+// BenchmarkSegmentRun times the whole stage on a lake: streaming
+// trajectories and steps, rendering with the Qwen tokenizer and chat
+// template, sizing screenshots from the blobs table, segmenting on
+// GOMAXPROCS workers and writing the segments files.
+func BenchmarkSegmentRun(b *testing.B) {
+	enc := qwen(b)
+	benchLake.once.Do(func() {
+		dir, err := os.MkdirTemp("", "segment-bench-")
+		must(b, err)
+		benchLake.dir = dir
+		d := synth.Generate(enc, synth.Options{Seed: 1, Trajectories: benchTrajs, Turns: benchTurns, Screenshots: 20, Width: benchWidth, Height: benchHeight})
+		benchLake.l, benchLake.m = commitData(b, filepath.Join(dir, "lake"), d, false)
+	})
+	for _, prm := range benchModes {
+		b.Run(string(prm.Mode), func(b *testing.B) {
+			prm.Workers = runtime.GOMAXPROCS(0)
+			cfg := config(enc, prm)
+			cfg.Image = chat.DefaultImageSpec()
+			var res *Result
+			heap := watchHeap()
+			b.ResetTimer()
+			for range b.N {
+				var err error
+				if res, err = Run(context.Background(), benchLake.l, benchLake.m, cfg); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			sec := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(float64(res.Summary.Trajectories)/sec, "traj/s")
+			b.ReportMetric(float64(res.Summary.Tokens)/sec, "tokens/s")
+			b.ReportMetric(float64(res.Summary.Items), "items")
+			b.ReportMetric(float64(len(res.Files)), "files")
+			b.ReportMetric(heap.MB(), "peak-heap-MB")
+		})
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchLake.dir != "" {
+		os.RemoveAll(benchLake.dir)
+	}
+	os.Exit(code)
+}
