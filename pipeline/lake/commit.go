@@ -88,7 +88,8 @@ const maxRebases = 16
 // Commit writes the manifest and moves main. If main moved since Begin and
 // the tables changed meanwhile are disjoint from this commit's, it rebases
 // onto the new head; otherwise it fails with ErrConflict. Committing a
-// snapshot identical to the head is a no-op that returns the head.
+// snapshot whose tables equal its parent's is a no-op that returns the
+// parent, so re-running a stage that changes nothing adds no history.
 func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 	params := json.RawMessage("{}")
 	if info.Params != nil {
@@ -110,8 +111,8 @@ func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 			return nil, err
 		}
 		m.ID = id
-		if parent == id {
-			return m, nil // nothing changed
+		if parent != "" && sameTables(m, base) {
+			return base, nil // the data did not change: no new snapshot
 		}
 		m.CommittedAt = t.lake.Now().UTC().Format(time.RFC3339)
 		body, err := m.Encode()
@@ -216,4 +217,22 @@ func short(id string) string {
 		return "(empty lake)"
 	}
 	return id
+}
+
+func sameTables(a, b *Manifest) bool {
+	if len(a.Tables) != len(b.Tables) {
+		return false
+	}
+	for n, ta := range a.Tables {
+		tb, ok := b.Tables[n]
+		if !ok || ta.SchemaVersion != tb.SchemaVersion || ta.Rows != tb.Rows || len(ta.Files) != len(tb.Files) {
+			return false
+		}
+		for i := range ta.Files {
+			if ta.Files[i] != tb.Files[i] {
+				return false
+			}
+		}
+	}
+	return true
 }

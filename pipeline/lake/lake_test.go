@@ -411,3 +411,15 @@ func TestBlobHashesAndBlob(t *testing.T) {
 		t.Fatalf("missing blob: %v", err)
 	}
 }
+
+func TestNoChangeCommitIsNoOp(t *testing.T) {
+	l, _ := newLake(t)
+	m1 := commitTasks(t, l, fixtureTasks(3), "one")
+	m2 := commitTasks(t, l, fixtureTasks(3), "again")
+	if m2.ID != m1.ID {
+		t.Fatal("a commit that changes no data made a new snapshot")
+	}
+	if log, _ := l.Log(context.Background(), "", 0); len(log) != 1 {
+		t.Fatalf("log has %d entries", len(log))
+	}
+}
