@@ -96,11 +96,11 @@ func editorFamilies() []family {
 				criteria:    []judge.Criterion{content(dst, doc), content(src, doc)}}
 		}},
 		{id: "editor-infeasible", app: "editor", abilities: []string{"infeasible"}, n: 4, gen: func(i int) taskSpec {
-			asks := []string{"Change the editor's font to Comic Sans.", "Turn on spell checking in the text editor.",
-				"Print the open document to the office printer.", "Export the open document as a PDF file."}
 			p := "~/Documents/" + pick(topics, i) + ".txt"
+			asks := []string{"Change the text editor's font to Comic Sans.", "Turn on spell checking in the text editor.",
+				"Print " + p + " to the office printer.", "Export " + p + " from the text editor as a PDF file."}
 			return taskSpec{param: asks[i%len(asks)], instruction: asks[i%len(asks)],
-				setup: []SetupStep{createFile(p, listDoc(i, 2)), openFile(p)}, infeasible: true}
+				setup: []SetupStep{createFile(p, listDoc(i, 2))}, infeasible: true}
 		}},
 	}
 }

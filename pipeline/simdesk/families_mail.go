@@ -57,7 +57,7 @@ func mailFamilies() []family {
 		{id: "mail-infeasible", app: "mail", abilities: []string{"infeasible"}, n: 4, gen: func(i int) taskSpec {
 			asks := []string{"Schedule an email to the team to be sent tomorrow at 9am.", "Set up an automatic vacation reply.",
 				"Add a digital signature certificate to outgoing mail.", "Recall the last message you sent."}
-			return taskSpec{param: asks[i], instruction: asks[i], setup: []SetupStep{openApp("mail")}, infeasible: true}
+			return taskSpec{param: asks[i], instruction: asks[i], infeasible: true}
 		}},
 	}
 }

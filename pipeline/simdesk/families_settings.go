@@ -122,7 +122,7 @@ func settingsFamilies() []family {
 		{id: "settings-infeasible", app: "settings", abilities: []string{"infeasible"}, n: 6, gen: func(i int) taskSpec {
 			asks := []string{"Turn on Bluetooth in Settings.", "Set the keyboard layout to Dvorak.", "Enable the fingerprint reader for login.",
 				"Change the desktop wallpaper to a photo of mountains.", "Set the screen refresh rate to 144 Hz.", "Turn on the VPN named Office."}
-			return taskSpec{param: asks[i], instruction: asks[i], setup: []SetupStep{openApp("settings")}, infeasible: true}
+			return taskSpec{param: asks[i], instruction: asks[i], infeasible: true}
 		}},
 	}
 }

@@ -153,9 +153,10 @@ func sheetFamilies() []family {
 					critOpt("compare_number", &judge.Getter{Type: "sheet_cell", Path: p, Cell: "B" + r}, rule(aggregate("SUM", column(t, 1))), exactNum)}}
 		}},
 		{id: "sheet-infeasible", app: "sheet", abilities: []string{"infeasible"}, n: 3, gen: func(i int) taskSpec {
-			asks := []string{"Insert a bar chart of the Amount column into the open sheet.", "Protect the open sheet with a password.", "Apply conditional formatting that colours negative amounts red."}
 			p := "~/Documents/chart-data.csv"
-			return taskSpec{param: asks[i], instruction: asks[i], setup: []SetupStep{createFile(p, tableCSV(salesTable(i, 3))), openFile(p)}, infeasible: true}
+			asks := []string{"Insert a bar chart of the Amount column into " + p + ".", "Protect " + p + " with a password in Sheet.",
+				"In " + p + ", apply conditional formatting that colours amounts above 50 red."}
+			return taskSpec{param: asks[i], instruction: asks[i], setup: []SetupStep{createFile(p, tableCSV(salesTable(i, 3)))}, infeasible: true}
 		}},
 	}
 }

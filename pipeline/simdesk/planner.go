@@ -40,7 +40,7 @@ func Oracle(task schemas.Task) (Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simdesk: oracle for %s: %w", task.TaskID, err)
 	}
-	return &planner{task: task.TaskID, j: j, specs: specs}, nil
+	return &planner{task: task.TaskID, app: task.App, j: j, specs: specs}, nil
 }
 
 // critSpec is one criterion as a planning target.
@@ -183,6 +183,7 @@ type goal interface {
 // planner is the oracle policy.
 type planner struct {
 	task  string
+	app   string // the task's app, looked at before giving up on infeasible tasks
 	j     *judge.Judge
 	specs []critSpec
 	goals []goal
@@ -268,7 +269,7 @@ func (p *planner) plan(d *Desktop) ([]goal, error) {
 	for _, s := range p.specs {
 		switch s.kind {
 		case "infeasible":
-			return []goal{infeasibleGoal{}}, nil
+			return []goal{infeasibleGoal{app: p.app}}, nil
 		case "exists":
 			present = append(present, want{s.g.Path, s.g.Type == "folder_exists", s.i})
 		case "absent":
@@ -433,9 +434,15 @@ func tableOf(v any) ([][]string, bool) {
 	return out, true
 }
 
-type infeasibleGoal struct{}
+// infeasibleGoal looks at the task's app (so demonstrations show the agent
+// checking before it gives up), then answers fail.
+type infeasibleGoal struct{ app string }
 
-func (infeasibleGoal) done(p *planner, d *Desktop) bool { return d.S.Terminal == "fail" }
-func (infeasibleGoal) next(p *planner, d *Desktop) (schemas.Action, error) {
+func (g infeasibleGoal) done(p *planner, d *Desktop) bool { return d.S.Terminal == "fail" }
+
+func (g infeasibleGoal) next(p *planner, d *Desktop) (schemas.Action, error) {
+	if appByID(g.app) != nil && d.S.Focused() != g.app {
+		return clickID(d, action.Click, "dock/"+g.app)
+	}
 	return action.Simple(action.Fail), nil
 }

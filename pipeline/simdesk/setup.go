@@ -52,6 +52,7 @@ type commandArg struct {
 	argv []string
 }
 
+// UnmarshalJSON accepts a list of words or one shell-quoted string.
 func (c *commandArg) UnmarshalJSON(b []byte) error {
 	var list []string
 	if err := json.Unmarshal(b, &list); err == nil {

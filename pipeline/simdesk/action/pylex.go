@@ -175,6 +175,7 @@ type pyVal struct {
 	list []pyVal
 }
 
+// String renders the value as Python would, for error messages.
 func (v pyVal) String() string {
 	switch v.kind {
 	case pyNum:

@@ -180,13 +180,13 @@ func TestBuildAndPaths(t *testing.T) {
 		t.Fatalf("paths %q", got)
 	}
 	// Getters the source cannot serve are errors, not silent zeros.
-	_, err = MustCompile(t, `{"func":"is_false","result":{"type":"editor_dirty"}}`).Evaluate(src())
+	_, err = mustCompile(t, `{"func":"is_false","result":{"type":"editor_dirty"}}`).Evaluate(src())
 	if !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("want ErrUnsupported, got %v", err)
 	}
 }
 
-func MustCompile(t *testing.T, spec string) *Judge {
+func mustCompile(t *testing.T, spec string) *Judge {
 	t.Helper()
 	j, err := Compile(spec)
 	if err != nil {

@@ -17,6 +17,7 @@ type httpSource struct{ e *Env }
 
 var _ judge.Source = (*httpSource)(nil)
 
+// ReadFile implements judge.Source.
 func (s *httpSource) ReadFile(p string) (string, error) {
 	code, b, err := s.e.request(http.MethodPost, "/file", "application/x-www-form-urlencoded",
 		strings.NewReader(url.Values{"file_path": {p}}.Encode()))
@@ -60,6 +61,7 @@ func (s *httpSource) listDir(p string) (*dirNode, error) {
 	return r.Tree, nil
 }
 
+// Stat implements judge.Source.
 func (s *httpSource) Stat(p string) (bool, bool, error) {
 	tree, err := s.listDir(p)
 	if err != nil {
@@ -77,6 +79,7 @@ func (s *httpSource) Stat(p string) (bool, bool, error) {
 	return true, false, nil
 }
 
+// ListDir implements judge.Source.
 func (s *httpSource) ListDir(p string) ([]string, error) {
 	tree, err := s.listDir(p)
 	if err != nil {
@@ -92,11 +95,22 @@ func (s *httpSource) ListDir(p string) ([]string, error) {
 	return names, nil
 }
 
-func (s *httpSource) Setting(string) (any, error)        { return nil, judge.ErrUnsupported }
-func (s *httpSource) SentMail() ([]judge.Mail, error)    { return nil, judge.ErrUnsupported }
+// Setting implements judge.Source.
+func (s *httpSource) Setting(string) (any, error) { return nil, judge.ErrUnsupported }
+
+// SentMail implements judge.Source.
+func (s *httpSource) SentMail() ([]judge.Mail, error) { return nil, judge.ErrUnsupported }
+
+// Windows implements judge.Source.
 func (s *httpSource) Windows() (string, []string, error) { return "", nil, judge.ErrUnsupported }
+
+// Editor implements judge.Source.
 func (s *httpSource) Editor() (judge.EditorInfo, error) {
 	return judge.EditorInfo{}, judge.ErrUnsupported
 }
+
+// Clipboard implements judge.Source.
 func (s *httpSource) Clipboard() (string, error) { return "", judge.ErrUnsupported }
-func (s *httpSource) Terminal() (string, error)  { return s.e.term, nil }
+
+// Terminal implements judge.Source.
+func (s *httpSource) Terminal() (string, error) { return s.e.term, nil }

@@ -502,6 +502,7 @@ type terminalSource struct {
 	term string
 }
 
+// Terminal implements judge.Source with the client's record first.
 func (t terminalSource) Terminal() (string, error) {
 	if t.term != "" {
 		return t.term, nil
