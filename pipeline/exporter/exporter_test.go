@@ -326,7 +326,8 @@ func TestVerlBatchAndSegments(t *testing.T) {
 	}
 	srows := rowsJSON(t, tbl)
 	if !reflect.DeepEqual(srows[0]["input_ids"], []any{1.0, 2.0, 3.0}) || !reflect.DeepEqual(srows[0]["loss_mask"], []any{0.0, 1.0, 1.0}) ||
-		!reflect.DeepEqual(srows[0]["logprobs"], []any{0.0, -0.5, -0.25}) || srows[0]["advantage"] != 0.7 || srows[1]["group_id"] != "g1" {
+		!reflect.DeepEqual(srows[0]["logprobs"], []any{0.0, -0.5, -0.25}) || srows[0]["advantage"] != 0.7 || srows[1]["group_id"] != "g1" ||
+		srows[0]["has_logprobs"] != true || srows[1]["has_logprobs"] != false {
 		t.Fatalf("%v", srows)
 	}
 }

@@ -98,6 +98,7 @@ var SegmentsSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "input_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)},
 	{Name: "loss_mask", Type: arrow.ListOf(arrow.PrimitiveTypes.Int8)},
 	{Name: "logprobs", Type: arrow.ListOf(arrow.PrimitiveTypes.Float32)},
+	{Name: "has_logprobs", Type: arrow.FixedWidthTypes.Boolean}, // false: the rollout recorded none; recompute them
 	{Name: "advantage", Type: arrow.PrimitiveTypes.Float64},
 	{Name: "reward", Type: arrow.PrimitiveTypes.Float64},
 	{Name: "policy_version", Type: arrow.PrimitiveTypes.Int32},
@@ -304,7 +305,8 @@ func appendSegment(rb *array.RecordBuilder, s *schemas.Segment) {
 	lp := rb.Field(5).(*array.ListBuilder)
 	lp.Append(true)
 	lp.ValueBuilder().(*array.Float32Builder).AppendValues(s.Logprobs, nil)
-	rb.Field(6).(*array.Float64Builder).Append(s.Advantage)
-	rb.Field(7).(*array.Float64Builder).Append(s.Reward)
-	rb.Field(8).(*array.Int32Builder).Append(s.PolicyVersion)
+	rb.Field(6).(*array.BooleanBuilder).Append(s.HasLogprobs)
+	rb.Field(7).(*array.Float64Builder).Append(s.Advantage)
+	rb.Field(8).(*array.Float64Builder).Append(s.Reward)
+	rb.Field(9).(*array.Int32Builder).Append(s.PolicyVersion)
 }

@@ -343,7 +343,7 @@ func (c *committer) drop() {
 // token streams make rows far larger than their count suggests.
 func stepSize(s *schemas.Step) int64 {
 	n := len(s.TrajectoryID) + len(s.RawAction) + len(s.Response) + len(s.Observation) + len(s.A11y) + len(s.Info) +
-		len(s.Text) + len(s.Timestamp) + len(s.ActionError) + 4*len(s.ResponseIDs) + 4*len(s.Logprobs) + 200
+		len(s.Text) + len(s.Timestamp) + len(s.ActionError) + 4*len(s.ResponseIDs) + 4*len(s.Logprobs) + 400 // the struct and its pointers
 	for _, k := range s.Keys {
 		n += len(k) + 16
 	}

@@ -100,7 +100,7 @@ type segmenter struct {
 
 func (g *segmenter) emit(first, last int) {
 	s := &g.s
-	g.items = append(g.items, Item{IDs: s.IDs, Mask: s.Mask, Logp: s.Logp, HasLogprobs: s.NoLogprobs == 0,
+	g.items = append(g.items, Item{IDs: s.IDs(), Mask: s.Mask(), Logp: s.Logp(), HasLogprobs: s.NoLogprobs == 0,
 		Images: s.Images, ImageTokens: s.ImageTokens, Trainable: s.Trainable, First: first, Last: last})
 }
 

@@ -32,7 +32,7 @@ const (
 	DefaultWindow = 5
 	// DefaultFileTokens bounds the tokens of one segments data file, so that
 	// memory stays flat however many trajectories a snapshot holds.
-	DefaultFileTokens = 4 << 20
+	DefaultFileTokens = 2 << 20
 )
 
 // DefaultSystem is the system prompt rendered at the top of every item.

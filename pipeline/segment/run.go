@@ -164,6 +164,9 @@ var blobDimsTable = &schemas.Table[blobDims]{Name: schemas.Blobs.Name}
 // readChunk is the number of rows read at a time from each input file.
 const readChunk = 1024
 
+// maxWriters bounds the files written at once.
+const maxWriters = 4
+
 type job struct {
 	seq   int
 	traj  schemas.Trajectory
@@ -251,7 +254,10 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 	}
 	go func() { wg.Wait(); close(outs) }()
 
-	w := newWriter(ctx, l, fileTokens)
+	// Writing Parquet (validation, encoding, zstd) costs more than segmenting,
+	// so files are written in parallel too; each writer holds a file's rows
+	// and a zstd encoder, hence the cap.
+	w := newWriter(ctx, l, fileTokens, min(workers, maxWriters))
 	res := &Result{Summary: Summary{Mode: cfg.Mode, K: cfg.K, Delta: cfg.Delta, Window: cfg.Window}}
 	pending := map[int]outcome{}
 	next := 0
@@ -526,8 +532,8 @@ func (s *Summary) finish(p *Params, files int) {
 
 // writer turns the ordered row stream into data files of about maxTokens
 // tokens each. Chunk boundaries depend only on the rows, so the files do
-// not depend on timing; files are written on up to two goroutines while
-// the next chunk fills.
+// not depend on timing; files are written on a few goroutines while the
+// next chunk fills.
 type writer struct {
 	ctx       context.Context
 	l         *lake.Lake
@@ -541,8 +547,8 @@ type writer struct {
 	mu        sync.Mutex
 }
 
-func newWriter(ctx context.Context, l *lake.Lake, maxTokens int) *writer {
-	return &writer{ctx: ctx, l: l, maxTokens: maxTokens, sem: make(chan struct{}, 2)}
+func newWriter(ctx context.Context, l *lake.Lake, maxTokens, parallel int) *writer {
+	return &writer{ctx: ctx, l: l, maxTokens: maxTokens, sem: make(chan struct{}, max(parallel, 1))}
 }
 
 func (w *writer) add(rows []schemas.Segment) error {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cualake/cualake/pipeline/chat"
 	"github.com/cualake/cualake/pipeline/lake"
@@ -286,5 +288,86 @@ func TestRunWithoutImages(t *testing.T) {
 		if r.HasLogprobs || slices.ContainsFunc(r.Logprobs, func(f float32) bool { return f != 0 }) {
 			t.Fatalf("%s: logprobs claimed for an imported log", r.SegmentID)
 		}
+	}
+}
+
+// TestRunMemoryDoesNotGrow: the stage streams, so segmenting 8 times more
+// trajectories must not take more memory. Live heap is sampled after forced
+// collections: the peak of the raw heap mostly measures how late the GC
+// collects the Parquet writers' garbage (a fresh zstd encoder of 16 MB and
+// more per file written).
+func TestRunMemoryDoesNotGrow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	enc := newFakeEncoder()
+	peak := func(n int) float64 {
+		d := synth.Generate(enc, synth.Options{Seed: 3, Trajectories: n, Turns: 30, Screenshots: 2, Width: 64, Height: 64})
+		l, m := commitData(t, filepath.Join(t.TempDir(), "lake"), d, false)
+		d = synth.Data{}
+		prm := Params{Mode: ModeWindow, K: 5, Delta: 5, Workers: 1, FileTokens: 1 << 18, Image: ImageSpec{FixedTokens: 300}}
+		stop, done := make(chan struct{}), make(chan struct{})
+		var live uint64
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				runtime.GC()
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				live = max(live, ms.HeapAlloc)
+			}
+		}()
+		res, err := Run(context.Background(), l, m, config(enc, prm))
+		close(stop)
+		<-done
+		must(t, err)
+		mb := float64(live) / (1 << 20)
+		t.Logf("%d trajectories: %d items, %d tokens, %d files, live heap peak %.1f MB", n, res.Summary.Items, res.Summary.Tokens, len(res.Files), mb)
+		return mb
+	}
+	small, large := peak(150), peak(1200)
+	if large > 1.2*small+32 {
+		t.Fatalf("live heap grew from %.1f MB (150 trajectories) to %.1f MB (1200)", small, large)
+	}
+}
+
+// TestMergeAcrossFiles: rows of interleaved and disjoint appended files come
+// out in key order, and a disjoint file is opened only when reached.
+func TestMergeAcrossFiles(t *testing.T) {
+	ctx := context.Background()
+	l, err := lake.OpenDir(ctx, filepath.Join(t.TempDir(), "lake"), true)
+	must(t, err)
+	var m *lake.Manifest
+	for _, ids := range [][]string{{"b1", "b3", "b5"}, {"z1", "z2"}, {"b2", "b4"}, {"a0"}} {
+		var rows []schemas.Trajectory
+		for _, id := range ids {
+			rows = append(rows, schemas.Trajectory{TrajectoryID: id, TaskID: "t", GroupID: "g", Outcome: "success"})
+		}
+		tx, _ := l.Begin(ctx, "")
+		must(t, lake.AppendTable(ctx, tx, schemas.Trajectories, rows))
+		m, err = tx.Commit(ctx, lake.CommitInfo{Stage: "fixture"})
+		must(t, err)
+	}
+	mg := mergeTable(ctx, l, m, schemas.Trajectories, 2, schemas.Trajectories.Less)
+	defer mg.Close()
+	var got []string
+	for {
+		r, ok := mg.Next()
+		if !ok {
+			break
+		}
+		got = append(got, r.TrajectoryID)
+		if r.TrajectoryID == "b5" && (len(mg.pending) != 1 || mg.pending[0].first.TrajectoryID != "z1") {
+			t.Fatalf("the z file should still be closed at b5")
+		}
+	}
+	must(t, mg.Err())
+	if want := []string{"a0", "b1", "b2", "b3", "b4", "b5", "z1", "z2"}; !slices.Equal(got, want) {
+		t.Fatalf("merged %v, want %v", got, want)
 	}
 }

@@ -288,14 +288,14 @@ func TestRolloutTokensSurviveMerges(t *testing.T) {
 			o := "bar says the screen" + imEnd + "\n"
 			l := len(enc.Encode(H))
 			want := slices.Concat(enc.Encode(imStart+"assistant\n"), enc.Encode("foo"), enc.Encode(H + o)[l:])
-			if !slices.Equal(s.IDs, want) {
-				t.Fatalf("literal diff: got %v want %v", s.IDs, want)
+			if !slices.Equal(s.IDs(), want) {
+				t.Fatalf("literal diff: got %v want %v", s.IDs(), want)
 			}
 			if s.Merges != 1 {
 				t.Fatalf("merges %d, want 1", s.Merges)
 			}
-			if !slices.Contains(s.IDs, enc.Encode("foo")[0]) || slices.Contains(s.IDs, foobar[0]) {
-				t.Fatalf("the rollout's foo token must stay: %v", s.IDs)
+			if !slices.Contains(s.IDs(), enc.Encode("foo")[0]) || slices.Contains(s.IDs(), foobar[0]) {
+				t.Fatalf("the rollout's foo token must stay: %v", s.IDs())
 			}
 			// Without a merge the same non-boundary diff is Tokenize(o).
 			var s2 Stream
@@ -305,7 +305,7 @@ func TestRolloutTokensSurviveMerges(t *testing.T) {
 			tail := c.TextPiece(" world" + imEnd)
 			s2.AppendContext(c, &tail)
 			H2 := imStart + "assistant\nhello"
-			if got, want := s2.IDs[len(s2.IDs)-len(enc.Encode(H2+" world"+imEnd))+len(enc.Encode(H2)):],
+			if got, want := s2.IDs()[len(s2.IDs())-len(enc.Encode(H2+" world"+imEnd))+len(enc.Encode(H2)):],
 				enc.Encode(H2 + " world" + imEnd)[len(enc.Encode(H2)):]; !slices.Equal(got, want) || s2.Merges != 0 {
 				t.Fatalf("non-merging diff %v want %v (merges %d)", got, want, s2.Merges)
 			}

@@ -77,9 +77,12 @@ func messagePiece(head string, headLen int, tail string, images, imageTokens int
 // log-probabilities, plus the text of the history after its last boundary
 // token, which is all the token diff ever needs to re-tokenize.
 type Stream struct {
-	IDs  []int32
-	Mask []int8
-	Logp []float32
+	// ids, mask and logp are allocated ahead (Reset) and filled up to n;
+	// past n they are zero, so context tokens only need their ids written.
+	ids  []int32
+	mask []int8
+	logp []float32
+	n    int
 	// Images and ImageTokens count the screenshots in the stream.
 	Images, ImageTokens int
 	// Trainable counts mask-1 tokens; NoLogprobs those of them without a
@@ -101,10 +104,37 @@ type tailPart struct {
 	ids  []int32
 }
 
-// Reset empties the stream, giving it fresh arrays of capacity n (the
-// previous arrays belong to whoever took them).
+// IDs, Mask and Logp are the stream so far.
+func (s *Stream) IDs() []int32 { return s.ids[:s.n] }
+
+// Mask is the loss mask so far.
+func (s *Stream) Mask() []int8 { return s.mask[:s.n] }
+
+// Logp is the log-probabilities so far.
+func (s *Stream) Logp() []float32 { return s.logp[:s.n] }
+
+// Reset empties the stream, giving it fresh arrays for n tokens (the
+// previous arrays belong to whoever took them); it grows as needed.
 func (s *Stream) Reset(n int) {
-	*s = Stream{IDs: make([]int32, 0, n), Mask: make([]int8, 0, n), Logp: make([]float32, 0, n), Merges: s.Merges}
+	*s = Stream{ids: make([]int32, n), mask: make([]int8, n), logp: make([]float32, n), Merges: s.Merges}
+}
+
+// grow makes room for k more tokens.
+func (s *Stream) grow(k int) {
+	if s.n+k <= len(s.ids) {
+		return
+	}
+	c := max(2*len(s.ids), s.n+k)
+	ids, mask, logp := make([]int32, c), make([]int8, c), make([]float32, c)
+	copy(ids, s.ids[:s.n])
+	copy(mask, s.mask[:s.n])
+	copy(logp, s.logp[:s.n])
+	s.ids, s.mask, s.logp = ids, mask, logp
+}
+
+func (s *Stream) appendIDs(ids []int32) {
+	s.grow(len(ids))
+	s.n += copy(s.ids[s.n:], ids)
 }
 
 func (s *Stream) tailEmpty() bool {
@@ -133,10 +163,10 @@ func (s *Stream) tailText(c *Codec) string {
 // boundary token, or H ends with one) that is p's own tokens; otherwise the
 // history's tail and p's head are re-tokenized together.
 func (s *Stream) AppendContext(c *Codec, p *Piece) {
-	n0 := len(s.IDs)
 	if p.Head == "" || s.tailEmpty() {
+		s.grow(p.Len)
 		for _, ch := range p.Chunks {
-			s.IDs = append(s.IDs, ch...)
+			s.n += copy(s.ids[s.n:], ch)
 		}
 	} else {
 		tail := s.tailText(c)
@@ -147,7 +177,7 @@ func (s *Stream) AppendContext(c *Codec, p *Piece) {
 			s.Merges++
 		}
 		if l < len(joint) {
-			s.IDs = append(s.IDs, joint[l:]...)
+			s.appendIDs(joint[l:])
 		}
 		// The rest of p starts at its first boundary token, so its ids
 		// follow Tokenize(Head) unchanged.
@@ -157,13 +187,10 @@ func (s *Stream) AppendContext(c *Codec, p *Piece) {
 				skip -= len(ch)
 				continue
 			}
-			s.IDs = append(s.IDs, ch[skip:]...)
+			s.appendIDs(ch[skip:])
 			skip = 0
 		}
 	}
-	n := len(s.IDs) - n0
-	s.Mask = append(s.Mask, make([]int8, n)...)
-	s.Logp = append(s.Logp, make([]float32, n)...)
 	s.Images += p.Images
 	s.ImageTokens += p.ImageTokens
 	if p.Sealed {
@@ -177,16 +204,15 @@ func (s *Stream) AppendContext(c *Codec, p *Piece) {
 // and their log-probabilities (logp nil: not recorded; zeros are written and
 // counted in NoLogprobs).
 func (s *Stream) AppendResponse(c *Codec, ids []int32, logp []float32) {
-	s.IDs = append(s.IDs, ids...)
-	m0 := len(s.Mask)
-	s.Mask = append(s.Mask, make([]int8, len(ids))...)
-	for i := m0; i < len(s.Mask); i++ {
-		s.Mask[i] = 1
+	s.grow(len(ids))
+	n0 := s.n
+	s.n += copy(s.ids[s.n:], ids)
+	for i := n0; i < s.n; i++ {
+		s.mask[i] = 1
 	}
 	if logp != nil {
-		s.Logp = append(s.Logp, logp...)
+		copy(s.logp[n0:], logp)
 	} else {
-		s.Logp = append(s.Logp, make([]float32, len(ids))...)
 		s.NoLogprobs += len(ids)
 	}
 	s.Trainable += len(ids)

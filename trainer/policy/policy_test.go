@@ -69,7 +69,7 @@ func TestVocabDeterministic(t *testing.T) {
 func TestEncodeDecode(t *testing.T) {
 	v := testVocab(t)
 	cases := []struct{ in, want string }{
-		{"<|im_start|>user click Save<|im_end|>", "<|im_start|> <unk> click Save <|im_end|>"},
+		{"<|im_start|>system click Save<|im_end|>", "<|im_start|> <unk> click Save <|im_end|>"},
 		{"click x:123 y:456", "click x:120 y:440"},
 		{"double_click x:999 y:0", "double_click x:980 y:0"},
 		{"hotkey ctrl+s", "hotkey ctrl + s"},

@@ -129,10 +129,30 @@ func fString(c *cli.Context, name string) string { return flagContext(c, name).S
 func fFloat(c *cli.Context, name string) float64 { return flagContext(c, name).Float64(name) }
 func fInt(c *cli.Context, name string) int       { return flagContext(c, name).Int(name) }
 func fBool(c *cli.Context, name string) bool     { return flagContext(c, name).Bool(name) }
+
+// flagSet reports whether a flag was given on the command line anywhere.
+func flagSet(c *cli.Context, name string) bool {
+	for _, x := range c.Lineage() {
+		if x.Command != nil && slices.Contains(x.LocalFlagNames(), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// kindFlags are the flags that only mean something to one audit kind; given
+// to another kind they are a usage error rather than silently ignored.
+var kindFlags = map[string]string{
+	"against": audit.KindOverlap, "pools": audit.KindOverlap, "train-sources": audit.KindOverlap, "threshold": audit.KindOverlap,
+	"labels": audit.KindJudges, "p-min": audit.KindHealth, "p-max": audit.KindHealth, "stale": audit.KindHealth,
+}
+
 func splitList(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
 }
+
 func shortSnap(id string) string { return id[:min(12, len(id))] }
+
 func auditReportPath(kind, snapshot string) string {
 	return filepath.Join("out", "audit-"+kind+"-"+shortSnap(snapshot)+".html")
 }
@@ -140,6 +160,11 @@ func auditReportPath(kind, snapshot string) string {
 func runAudit(c *cli.Context, kind string) error {
 	if c.NArg() > 0 {
 		return usageErr("audit %s takes no arguments, got %q (flags go before or after the kind)", kind, strings.Join(c.Args().Slice(), " "))
+	}
+	for _, name := range sortedFlagNames() {
+		if k := kindFlags[name]; k != kind && flagSet(c, name) {
+			return usageErr("--%s applies to audit %s, not %s", name, k, kind)
+		}
 	}
 	ctx := c.Context
 	l, err := lake.OpenDir(ctx, fString(c, "lake"), false)
@@ -192,13 +217,26 @@ func runAudit(c *cli.Context, kind string) error {
 		if failed == nil {
 			failed = []string{}
 		}
+		headline := []map[string]any{}
+		for _, r := range res.Headline {
+			headline = append(headline, map[string]any{"metric": r.Metric, "group": r.Group, "value": r.Value, "count": r.Count})
+		}
 		return printJSON(c.App.Writer, map[string]any{"kind": kind, "snapshot": next.ID, "parent": next.Parent, "inputs": next.Inputs,
-			"audited": m.ID, "rows": len(res.Rows), "params": res.Params, "report": report, "report_failures": failed, "headline": res.Headline})
+			"audited": m.ID, "rows": len(res.Rows), "params": res.Params, "report": report, "report_failures": failed, "headline": headline})
 	}
 	w := c.App.Writer
 	fmt.Fprintf(w, "audit %s of %s: %d rows, committed %s\nreport: %s\n\n", kind, shortSnap(m.ID), len(res.Rows), shortSnap(next.ID), report)
 	writeAuditRows(w, res.Headline)
 	return nil
+}
+
+func sortedFlagNames() []string {
+	names := make([]string, 0, len(kindFlags))
+	for n := range kindFlags {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // writeAuditRows prints rows as an aligned table.
@@ -255,6 +293,10 @@ func runOverlap(c *cli.Context, in audit.Input) (*audit.Result, error) {
 			desc["sources"] = sources
 		}
 		train = audit.Pool{Desc: desc, Items: audit.TaskItems(tasks, sources)}
+	}
+	if len(train.Items) == 0 || len(eval.Items) == 0 {
+		fmt.Fprintf(c.App.ErrWriter, "warning: audit overlap: %d training and %d evaluation tasks; nothing to compare (pools: %v against %v)\n",
+			len(train.Items), len(eval.Items), train.Desc, eval.Desc)
 	}
 	res, err := audit.OverlapPools(train, eval, fFloat(c, "threshold"))
 	if err != nil {

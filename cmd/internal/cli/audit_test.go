@@ -112,7 +112,8 @@ func TestAuditCommands(t *testing.T) {
 		t.Fatalf("default report path: %v", matches)
 	}
 
-	for _, bad := range [][]string{{"audit"}, {"audit", "bogus"}, {"audit", "judges"}, {"audit", "overlap", "--pools", "nope"}, {"audit", "overlap", "extra"}} {
+	for _, bad := range [][]string{{"audit"}, {"audit", "bogus"}, {"audit", "judges"}, {"audit", "overlap", "--pools", "nope"}, {"audit", "overlap", "extra"},
+		{"audit", "health", "--labels", "x.csv"}, {"audit", "--against", "x", "verifier"}} {
 		if _, err := run(t, bad...); err == nil || ExitCode(err) != ExitUsage {
 			t.Errorf("%v: want a usage error, got %v", bad, err)
 		}
@@ -133,7 +134,7 @@ func TestAuditOverlapAgainstSnapshotAndOSWorld(t *testing.T) {
 		t.Fatalf("inputs %v", inputs)
 	}
 	out, _ := run(t, "query", "--format", "csv", `select value from audits where kind = 'overlap' and metric = 'exact_json_dup' and "group" = 'all'`)
-	if out != "value\n1.0\n" {
+	if out != "value\n1\n" {
 		t.Fatalf("self-overlap: %q", out)
 	}
 	osworld := filepath.Join("..", "..", "..", "..", "shared", "data", "osworld")

@@ -32,12 +32,7 @@ Example:
 				Description: "FILE is a notebook path, or the name of a shipped notebook (see `notebook list`). A failing cell is\n" +
 					"reported in place and the rest still renders; the command then exits 1 after writing the report.\n" +
 					"Example: cualake notebook run notebooks/frontier.md --at main --out report.html",
-				Flags: []cli.Flag{lakeFlag,
-					&cli.StringFlag{Name: "at", Usage: "snapshot id, id prefix or tag (default main)"},
-					&cli.StringFlag{Name: "out", Usage: "report file (default out/<notebook>-<snapshot>.html or .ipynb)"},
-					&cli.StringFlag{Name: "format", Usage: "html or ipynb (default: from --out's extension, else html)"},
-					jsonFlag,
-				},
+				Flags:  notebookRunFlags,
 				Action: notebookRun,
 			},
 			{
@@ -75,7 +70,20 @@ func notebookSource(arg string) (name string, src []byte, err error) {
 	return "", nil, fmt.Errorf("notebook %s: no such file, nor a shipped notebook (have %s)", arg, strings.Join(notebooks.Names(), ", "))
 }
 
+// notebookRunFlags are the flags of `notebook run`.
+var notebookRunFlags = []cli.Flag{lakeFlag,
+	&cli.StringFlag{Name: "at", Usage: "snapshot id, id prefix or tag (default main)"},
+	&cli.StringFlag{Name: "out", Usage: "report file (default out/<notebook>-<snapshot>.html or .ipynb)"},
+	&cli.StringFlag{Name: "format", Usage: "html or ipynb (default: from --out's extension, else html)"},
+	jsonFlag,
+}
+
 func notebookRun(c *cli.Context) error {
+	if c.NArg() > 1 {
+		// urfave/cli stops parsing flags at the first argument; `run FILE
+		// --out X` is the documented form, so parse what follows FILE again.
+		return reparse(c, notebookRunFlags, notebookRun)
+	}
 	if c.NArg() != 1 {
 		return usageErr("notebook run needs one FILE or NAME")
 	}
@@ -135,4 +143,71 @@ func notebookRun(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "wrote %s: %s against %s, %d cells, %d failed\n", out, name, shortSnap(m.ID), cells, len(failed))
 	}
 	return rep.Err()
+}
+
+// reparse runs action again with flags that came after positional
+// arguments moved in front of them, keeping the flags already parsed.
+func reparse(c *cli.Context, flags []cli.Flag, action cli.ActionFunc) error {
+	takesValue := map[string]bool{}
+	known := map[string]bool{}
+	for _, f := range flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			known[n] = true
+			takesValue[n] = !isBool
+		}
+	}
+	var flagArgs, positional []string
+	args := c.Args().Slice()
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		name := strings.TrimLeft(a, "-")
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			positional = append(positional, a)
+			continue
+		}
+		name, _, hasValue := strings.Cut(name, "=")
+		if !known[name] {
+			return usageErr("unknown flag %s", a)
+		}
+		flagArgs = append(flagArgs, a)
+		if takesValue[name] && !hasValue && i+1 < len(args) {
+			flagArgs = append(flagArgs, args[i+1])
+			i++
+		}
+	}
+	argv := []string{c.Command.Name}
+	set := c.LocalFlagNames()
+	for _, f := range flags {
+		name := f.Names()[0]
+		for _, n := range f.Names() {
+			if containsString(set, n) {
+				argv = append(argv, fmt.Sprintf("--%s=%v", name, c.Value(name)))
+				break
+			}
+		}
+	}
+	argv = append(argv, flagArgs...)
+	argv = append(argv, "--")
+	argv = append(argv, positional...)
+	app := &cli.App{Name: c.App.Name, Writer: c.App.Writer, ErrWriter: c.App.ErrWriter, Flags: flags, Action: func(cc *cli.Context) error {
+		if cc.NArg() > 1 {
+			return usageErr("%s takes one argument, got %q", c.Command.Name, strings.Join(cc.Args().Slice(), " "))
+		}
+		return action(cc)
+	}, ExitErrHandler: func(*cli.Context, error) {}}
+	return app.RunContext(c.Context, argv)
+}
+
+func containsString(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

@@ -1,7 +1,3 @@
-// Package osworld reads OSWorld's files: task definitions in the
-// evaluation_examples layout and run folders with traj.jsonl, screenshots
-// and result.txt. Parsers are pure functions from bytes to rows; the
-// Read* functions walk a folder and hand what they parse to a record.Sink.
 package osworld
 
 import (

@@ -27,6 +27,7 @@ type Error struct {
 	Table  string // the table the record was meant for
 }
 
+// Error formats the error as FILE:LINE: field FIELD: REASON.
 func (e *Error) Error() string {
 	loc := e.File
 	if e.Line > 0 {
@@ -124,6 +125,9 @@ func FromJSON(file string, base int, table string, raw []byte, err error) *Error
 	default:
 		if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
 			e.Field = m[1]
+			if e.Field == "" {
+				e.Field = `""` // an empty key still needs a visible name
+			}
 			e.Reason = "unknown field"
 		}
 	}

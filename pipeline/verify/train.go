@@ -1,0 +1,323 @@
+package verify
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"github.com/cualake/cualake/pipeline/advantage"
+	"github.com/cualake/cualake/schemas"
+)
+
+// TrainParams configure Train.
+type TrainParams struct {
+	Iterations int     // policy updates; 0 means as many as the source yields batches (FixedSource) or 12
+	LR         float64 // step size on the token-mean policy gradient (default 1.0)
+	Eps        float64 // REINFORCE++'s epsilon under the square root (default advantage.DefaultBatchEps)
+	MaxGrad    float64 // gradient-norm clip (default 5)
+	Seed       int64
+	Workers    int // parallel attempts (output does not depend on it)
+}
+
+func (p *TrainParams) defaults() {
+	if p.LR == 0 {
+		p.LR = 1.0
+	}
+	if p.Eps == 0 {
+		p.Eps = advantage.DefaultBatchEps
+	}
+	if p.MaxGrad == 0 {
+		p.MaxGrad = 5
+	}
+	if p.Workers <= 0 {
+		p.Workers = runtime.NumCPU()
+	}
+}
+
+// Source yields the terminal states of one training iteration. Each state
+// is verified exactly once (VeriCUA's single-attempt constraint); it
+// returns nil when it has nothing more.
+type Source interface {
+	Batch(ctx context.Context, iteration int) ([]*Input, error)
+	Name() string
+}
+
+// BenchSource rolls the Perturbed actor out on batch tasks drawn (seeded)
+// from the pool at every iteration, each at a fresh seed, so every
+// iteration verifies new terminal states.
+type BenchSource struct {
+	Tasks   []schemas.Task
+	Size    int // episodes per iteration
+	Seed    int64
+	Workers int
+}
+
+// Name implements Source.
+func (b *BenchSource) Name() string { return "bench" }
+
+// Batch implements Source.
+func (b *BenchSource) Batch(ctx context.Context, it int) ([]*Input, error) {
+	if len(b.Tasks) == 0 {
+		return nil, errors.New("verify bench: no tasks")
+	}
+	rng := rand.New(rand.NewPCG(uint64(b.Seed), uint64(it)+1))
+	idx := rng.Perm(len(b.Tasks))[:min(b.Size, len(b.Tasks))]
+	tasks := make([]schemas.Task, len(idx))
+	for i, k := range idx {
+		tasks[i] = b.Tasks[k]
+	}
+	return BenchInputs(ctx, tasks, mix(b.Seed, "bench", it), int32(it), b.Workers, true)
+}
+
+// FixedSource serves recorded terminal states (a snapshot's trajectories)
+// in batches, each once.
+type FixedSource struct {
+	Inputs []*Input
+	Size   int
+}
+
+// Name implements Source.
+func (f *FixedSource) Name() string { return "lake" }
+
+// Batch implements Source.
+func (f *FixedSource) Batch(_ context.Context, it int) ([]*Input, error) {
+	size := max(f.Size, 1)
+	lo := it * size
+	if lo >= len(f.Inputs) {
+		return nil, nil
+	}
+	return f.Inputs[lo:min(lo+size, len(f.Inputs))], nil
+}
+
+// IterationStats reports one training iteration (sampled choices).
+type IterationStats struct {
+	Iteration  int     `json:"iteration"`
+	Attempts   int     `json:"attempts"`
+	Decisions  int     `json:"decisions"`
+	MeanReward float64 `json:"mean_reward"`
+	Agreement  float64 `json:"agreement"`
+	ProbeRate  float64 `json:"probe_rate"`
+}
+
+// TrainReport is what Train did.
+type TrainReport struct {
+	Iterations []IterationStats `json:"iterations"`
+	Attempts   int              `json:"attempts"`
+}
+
+// mix derives a seed from a base seed and a key.
+func mix(seed int64, key string, i int) int64 {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(seed))
+	h.Write(b[:])
+	h.Write([]byte(key))
+	binary.LittleEndian.PutUint64(b[:], uint64(i))
+	h.Write(b[:])
+	return int64(h.Sum64() & (1<<62 - 1))
+}
+
+// Train learns the builtin Judge's stop, guess and order choices from
+// single verification attempts (VeriCUA section 2.4): each iteration
+// verifies a batch of terminal states once with choices sampled from the
+// current strategy, scores each attempt with the terminal reward schedule,
+// normalises the returns over the batch's decisions with REINFORCE++
+// (A = (r - mean) / sqrt(var + eps), every decision of an attempt sharing
+// its attempt's return) and takes a policy-gradient step. Attempts without
+// an executable outcome, or without any choice, teach nothing and are
+// skipped. The Probe is frozen. Output is deterministic for a seed.
+func Train(ctx context.Context, init *Strategy, src Source, p TrainParams) (*Strategy, *TrainReport, error) {
+	p.defaults()
+	if err := init.Validate(); err != nil {
+		return nil, nil, err
+	}
+	s := init.Clone()
+	s.Name = StrategyTrained
+	rep := &TrainReport{}
+	iters := p.Iterations
+	if iters <= 0 {
+		iters = 1 << 30
+		if _, ok := src.(*BenchSource); ok {
+			iters = 12
+		}
+	}
+	for it := 0; it < iters; it++ {
+		inputs, err := src.Batch(ctx, it)
+		if err != nil {
+			return nil, nil, fmt.Errorf("verify train: iteration %d: %w", it, err)
+		}
+		if len(inputs) == 0 {
+			break
+		}
+		atts, err := attempts(ctx, s, inputs, p.Seed, it, p.Workers)
+		if err != nil {
+			return nil, nil, fmt.Errorf("verify train: iteration %d: %w", it, err)
+		}
+		st, err := update(s, inputs, atts, p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("verify train: iteration %d: %w", it, err)
+		}
+		st.Iteration = it
+		rep.Iterations = append(rep.Iterations, st)
+		rep.Attempts += st.Attempts
+	}
+	s.Trained = &TrainInfo{From: init.Name, Iterations: len(rep.Iterations), Attempts: rep.Attempts, LR: p.LR, Seed: p.Seed, Source: src.Name()}
+	return s, rep, nil
+}
+
+// attempts verifies every input once with sampled choices, in parallel;
+// each attempt's random choices derive from (seed, iteration, index).
+func attempts(ctx context.Context, s *Strategy, inputs []*Input, seed int64, it, workers int) ([]*Attempt, error) {
+	out := make([]*Attempt, len(inputs))
+	errs := make([]error, len(inputs))
+	var wg sync.WaitGroup
+	jobs := make(chan int)
+	for w := 0; w < max(1, workers); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				rng := rand.New(rand.NewPCG(uint64(mix(seed, "attempt", it)), uint64(i)))
+				out[i], errs[i] = NewRunner(s, rng, false).Run(ctx, inputs[i])
+			}
+		}()
+	}
+	for i := range inputs {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// update takes one REINFORCE++ step on s from a batch of attempts.
+func update(s *Strategy, inputs []*Input, atts []*Attempt, p TrainParams) (IterationStats, error) {
+	var st IterationStats
+	var rewards, weights []float64
+	var used []int
+	for i, a := range atts {
+		if !Scored(inputs[i].Outcome) {
+			continue
+		}
+		r := Reward(a.Verdict, inputs[i].Outcome, a.ProbeUsed)
+		st.Attempts++
+		st.MeanReward += r
+		if a.Verdict == inputs[i].Outcome {
+			st.Agreement++
+		}
+		if a.ProbeUsed {
+			st.ProbeRate++
+		}
+		if len(a.decisions) == 0 {
+			continue
+		}
+		rewards = append(rewards, r)
+		weights = append(weights, float64(len(a.decisions)))
+		used = append(used, i)
+	}
+	if st.Attempts > 0 {
+		n := float64(st.Attempts)
+		st.MeanReward, st.Agreement, st.ProbeRate = st.MeanReward/n, st.Agreement/n, st.ProbeRate/n
+	}
+	if len(used) == 0 {
+		return st, nil
+	}
+	adv, err := advantage.BatchNormalize(rewards, weights, p.Eps)
+	if err != nil {
+		return st, err
+	}
+	gStop := make([]float64, len(s.Stop))
+	gGuess := make([]float64, len(s.Guess))
+	gOrder := make([]float64, len(s.Order))
+	tokens := 0
+	for k, i := range used {
+		for _, d := range atts[i].decisions {
+			tokens++
+			switch d.kind {
+			case decStop, decGuess:
+				w, g := s.Stop, gStop
+				if d.kind == decGuess {
+					w, g = s.Guess, gGuess
+				}
+				x := d.x[0]
+				coef := adv[k] * (float64(d.a) - sigmoid(dot(w, x)))
+				for j := range g {
+					g[j] += coef * x[j]
+				}
+			case decOrder:
+				scores := make([]float64, len(d.x))
+				for j, x := range d.x {
+					scores[j] = dot(s.Order, x)
+				}
+				pi := softmax(scores)
+				for j := range gOrder {
+					e := 0.0
+					for o, x := range d.x {
+						e += pi[o] * x[j]
+					}
+					gOrder[j] += adv[k] * (d.x[d.a][j] - e)
+				}
+			}
+		}
+	}
+	st.Decisions = tokens
+	norm := 0.0
+	for _, g := range [][]float64{gStop, gGuess, gOrder} {
+		for j := range g {
+			g[j] /= float64(tokens)
+			norm += g[j] * g[j]
+		}
+	}
+	scale := p.LR
+	if norm = math.Sqrt(norm); norm > p.MaxGrad {
+		scale *= p.MaxGrad / norm
+	}
+	for _, pair := range []struct{ w, g []float64 }{{s.Stop, gStop}, {s.Guess, gGuess}, {s.Order, gOrder}} {
+		for j := range pair.w {
+			pair.w[j] += scale * pair.g[j]
+		}
+	}
+	return st, s.Validate()
+}
+
+// Evaluate verifies inputs with each strategy greedily and returns the
+// rows (input order, then strategy order).
+func Evaluate(ctx context.Context, inputs []*Input, strategies []*Strategy, workers int) ([]schemas.Verification, error) {
+	var out []schemas.Verification
+	for _, s := range strategies {
+		rows := make([]schemas.Verification, len(inputs))
+		errs := make([]error, len(inputs))
+		var wg sync.WaitGroup
+		jobs := make(chan int)
+		for w := 0; w < max(1, workers); w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range jobs {
+					a, err := NewRunner(s, nil, false).Run(ctx, inputs[i])
+					if err != nil {
+						errs[i] = err
+						continue
+					}
+					rows[i] = a.Row(inputs[i], s.Name)
+				}
+			}()
+		}
+		for i := range inputs {
+			jobs <- i
+		}
+		close(jobs)
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
