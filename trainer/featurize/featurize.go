@@ -1,0 +1,346 @@
+// Package featurize turns what the simulator shows (the accessibility tree)
+// and what the policy writes into the small policy's text world: a numbered
+// list of on-screen elements, an instruction whose words can be pointed at,
+// and actions that name elements ("click e7") and instruction spans
+// ("type w4 w4") instead of raw coordinates and strings. Pointing is what a
+// small model can learn on a CPU in minutes; the grid coordinates and exact
+// text are recovered from the observation, so the environment still gets
+// ordinary OSWorld-style actions. Pure Go: no libtorch.
+package featurize
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/cualake/cualake/schemas"
+)
+
+// MaxElements caps the elements listed per observation (the context is
+// bounded); actions on elements beyond it fall back to coordinate tokens.
+const MaxElements = 64
+
+// Element is one actionable thing on screen.
+type Element struct {
+	Role, Name, Value string
+	X, Y              int // centre on the 1000x1000 grid
+	States            []string
+}
+
+type node struct {
+	ID       string   `json:"id"`
+	Role     string   `json:"role"`
+	Name     string   `json:"name"`
+	Value    string   `json:"value"`
+	Center   []int    `json:"center"`
+	States   []string `json:"states"`
+	Children []node   `json:"children"`
+}
+
+// Elements lists the tree's identified (actionable) nodes in tree order. When
+// there are more than MaxElements it keeps the first few (the dock, which
+// opens apps) and the last ones (the front-most window, menus and dialogs
+// come last in the tree).
+func Elements(tree []byte) ([]Element, error) {
+	var root node
+	if err := json.Unmarshal(tree, &root); err != nil {
+		return nil, fmt.Errorf("featurize: accessibility tree: %w", err)
+	}
+	var all []Element
+	var walk func(n *node)
+	walk = func(n *node) {
+		if n.ID != "" && len(n.Center) == 2 {
+			all = append(all, Element{Role: n.Role, Name: n.Name, Value: n.Value, X: n.Center[0], Y: n.Center[1], States: n.States})
+		}
+		for i := range n.Children {
+			walk(&n.Children[i])
+		}
+	}
+	walk(&root)
+	const head = 6
+	if len(all) > MaxElements {
+		all = append(all[:head:head], all[len(all)-(MaxElements-head):]...)
+	}
+	return all, nil
+}
+
+// Words splits an instruction into the units "type" can point at: runs of
+// non-space characters.
+func Words(instruction string) []string { return strings.Fields(instruction) }
+
+// clean makes free text safe for the word-level vocabulary: lower case,
+// bounded length.
+func clean(s string, maxWords int) string {
+	f := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return unicode.IsSpace(r) })
+	if len(f) > maxWords {
+		f = f[:maxWords]
+	}
+	return strings.Join(f, " ")
+}
+
+// Context renders the policy's input text: the instruction with word
+// markers, the recent actions and the numbered elements.
+func Context(instruction string, elems []Element, history []string) string {
+	var b strings.Builder
+	b.WriteString("task")
+	for i, w := range Words(instruction) {
+		fmt.Fprintf(&b, " w%d %s", i, clean(w, 1))
+	}
+	b.WriteString(" history")
+	for _, h := range history {
+		b.WriteString(" | " + h)
+	}
+	b.WriteString(" screen")
+	for i, e := range elems {
+		fmt.Fprintf(&b, " e%d %s %s", i, e.Role, clean(e.Name, 4))
+		if e.Value != "" {
+			b.WriteString(" = " + clean(e.Value, 3))
+		}
+		for _, s := range e.States {
+			if s == "checked" || s == "selected" || s == "active" || s == "focused" {
+				b.WriteString(" " + s)
+			}
+		}
+	}
+	return b.String()
+}
+
+// Encode turns an action the environment understands into the policy's
+// action text: element references for pointer actions on a listed element,
+// instruction spans for typed text found in the instruction. ok is false
+// when the action has no exact policy form (it then uses coordinate tokens
+// and literal words, which lose exactness).
+func Encode(a schemas.Action, elems []Element, instruction string) (text string, ok bool) {
+	ok = true
+	target := func(x, y *int32) string {
+		if x == nil || y == nil {
+			ok = false
+			return "e0"
+		}
+		best, bestD := -1, 1<<30
+		for i, e := range elems {
+			dx, dy := int(*x)-e.X, int(*y)-e.Y
+			if d := dx*dx + dy*dy; d < bestD {
+				best, bestD = i, d
+			}
+		}
+		if best >= 0 && bestD <= 4 { // the oracle clicks element centres
+			return "e" + strconv.Itoa(best)
+		}
+		ok = false
+		return fmt.Sprintf("x:%d y:%d", *x, *y)
+	}
+	switch a.Kind {
+	case "click", "double_click", "right_click", "triple_click", "middle_click":
+		return a.Kind + " " + target(a.X, a.Y), ok
+	case "move":
+		return "mouse_move " + target(a.X, a.Y), ok
+	case "drag":
+		return "drag " + target(a.X, a.Y) + " " + target(a.X2, a.Y2), ok
+	case "type":
+		body, nl := strings.CutSuffix(a.Text, "\n")
+		span, found := findSpan(instruction, body)
+		if !found {
+			ok = false
+			span = "lit " + clean(body, 12)
+		}
+		if nl {
+			span += " nl"
+		}
+		return "type " + span, ok
+	case "key":
+		n := max(1, int(a.Amount))
+		return "key " + strings.Join(a.Keys, " ") + strings.Repeat(" again", n-1), ok
+	case "hotkey":
+		return "hotkey " + strings.Join(a.Keys, " "), ok
+	case "scroll":
+		s := "scroll " + a.Direction + " " + strconv.Itoa(max(1, int(a.Amount)))
+		if a.X != nil {
+			s += " " + target(a.X, a.Y)
+		}
+		return s, ok
+	case "wait", "done", "fail":
+		return a.Kind, ok
+	}
+	return "wait", false
+}
+
+// spanTrims are the ways a span may be cut from the instruction: as is, with
+// its surrounding quotes removed, or with quotes and punctuation removed.
+var spanTrims = []struct{ marker, cut string }{{"", ""}, {"q", `"'`}, {"trim", `"'.,;:()`}}
+
+// findSpan finds text as a run of instruction words i..j (joined by the
+// instruction's own separators), possibly trimmed, and returns "wI wJ [q|trim]".
+func findSpan(instruction, text string) (string, bool) {
+	if text == "" {
+		return "", false
+	}
+	starts, ends := wordOffsets(instruction)
+	for _, tr := range spanTrims {
+		for i := range starts {
+			for j := i; j < len(ends) && ends[j]-starts[i] <= len(text)+2*len(tr.cut)+2; j++ {
+				if cutSpan(instruction[starts[i]:ends[j]], tr.cut) == text {
+					s := fmt.Sprintf("w%d w%d", i, j)
+					if tr.marker != "" {
+						s += " " + tr.marker
+					}
+					return s, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// cutSpan removes one leading and trailing run of cut characters.
+func cutSpan(s, cut string) string {
+	if cut == "" {
+		return s
+	}
+	if cut == `"'` {
+		// Quotes only: keep the punctuation inside them.
+		s = strings.TrimLeft(s, cut)
+		return strings.TrimRight(strings.TrimRight(s, ".,;:"), cut)
+	}
+	return strings.Trim(s, cut)
+}
+
+func wordOffsets(s string) (starts, ends []int) {
+	in := false
+	for i, r := range s {
+		sp := unicode.IsSpace(r)
+		if !sp && !in {
+			starts = append(starts, i)
+			in = true
+		} else if sp && in {
+			ends = append(ends, i)
+			in = false
+		}
+	}
+	if in {
+		ends = append(ends, len(s))
+	}
+	return starts, ends
+}
+
+// Decode turns the policy's action text back into an environment action,
+// resolving element references against the observation and word spans
+// against the instruction. Text it cannot read is an "unknown" action, which
+// the environment records as a no-op with an error.
+func Decode(text string, elems []Element, instruction string) schemas.Action {
+	f := strings.Fields(text)
+	unknown := schemas.Action{Kind: "unknown", Text: text}
+	if len(f) == 0 {
+		return unknown
+	}
+	point := func(args []string) (x, y *int32, rest []string, ok bool) {
+		if len(args) == 0 {
+			return nil, nil, nil, false
+		}
+		if strings.HasPrefix(args[0], "e") {
+			i, err := strconv.Atoi(args[0][1:])
+			if err != nil || i < 0 || i >= len(elems) {
+				return nil, nil, nil, false
+			}
+			xx, yy := int32(elems[i].X), int32(elems[i].Y)
+			return &xx, &yy, args[1:], true
+		}
+		if len(args) >= 2 && strings.HasPrefix(args[0], "x:") && strings.HasPrefix(args[1], "y:") {
+			xv, err1 := strconv.Atoi(args[0][2:])
+			yv, err2 := strconv.Atoi(args[1][2:])
+			if err1 != nil || err2 != nil {
+				return nil, nil, nil, false
+			}
+			xx, yy := int32(xv), int32(yv)
+			return &xx, &yy, args[2:], true
+		}
+		return nil, nil, nil, false
+	}
+	switch k := f[0]; k {
+	case "click", "double_click", "right_click", "triple_click", "middle_click", "mouse_move":
+		x, y, _, ok := point(f[1:])
+		if !ok {
+			return unknown
+		}
+		if k == "mouse_move" {
+			k = "move"
+		}
+		return schemas.Action{Kind: k, X: x, Y: y}
+	case "drag":
+		x, y, rest, ok := point(f[1:])
+		x2, y2, _, ok2 := point(rest)
+		if !ok || !ok2 {
+			return unknown
+		}
+		return schemas.Action{Kind: "drag", X: x, Y: y, X2: x2, Y2: y2}
+	case "type":
+		args := f[1:]
+		nl := len(args) > 0 && args[len(args)-1] == "nl"
+		if nl {
+			args = args[:len(args)-1]
+		}
+		var body string
+		switch {
+		case len(args) >= 2 && strings.HasPrefix(args[0], "w") && strings.HasPrefix(args[1], "w"):
+			i, err1 := strconv.Atoi(args[0][1:])
+			j, err2 := strconv.Atoi(args[1][1:])
+			starts, ends := wordOffsets(instruction)
+			if err1 != nil || err2 != nil || i < 0 || j < i || j >= len(ends) {
+				return unknown
+			}
+			body = instruction[starts[i]:ends[j]]
+			if len(args) > 2 {
+				for _, tr := range spanTrims {
+					if tr.marker == args[2] {
+						body = cutSpan(body, tr.cut)
+					}
+				}
+			}
+		case len(args) >= 1 && args[0] == "lit":
+			body = strings.Join(args[1:], " ")
+		default:
+			return unknown
+		}
+		if nl {
+			body += "\n"
+		}
+		return schemas.Action{Kind: "type", Text: body}
+	case "key":
+		n := int32(1)
+		var keys []string
+		for _, a := range f[1:] {
+			if a == "again" {
+				n++
+			} else {
+				keys = append(keys, a)
+			}
+		}
+		if len(keys) != 1 {
+			return unknown
+		}
+		return schemas.Action{Kind: "key", Keys: keys, Amount: n}
+	case "hotkey":
+		if len(f) < 3 {
+			return unknown
+		}
+		return schemas.Action{Kind: "hotkey", Keys: f[1:]}
+	case "scroll":
+		if len(f) < 3 {
+			return unknown
+		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil {
+			return unknown
+		}
+		a := schemas.Action{Kind: "scroll", Direction: f[1], Amount: int32(n)}
+		if x, y, _, ok := point(f[3:]); ok {
+			a.X, a.Y = x, y
+		}
+		return a
+	case "wait", "done", "fail":
+		return schemas.Action{Kind: k}
+	}
+	return unknown
+}
