@@ -11,7 +11,7 @@
 #      libtorch (found mechanically from compiler errors, iterated to a fixpoint)
 #      with a runtime error thrown inside gotch's PROTECT block, so a call returns
 #      a Go error instead of failing the build,
-#   5. fixes three gotch v0.8.0 runtime bugs in the Go wrappers (see below),
+#   5. fixes two kinds of gotch v0.8.0 runtime bugs in its Go wrappers (below),
 #   6. writes go.work (git-ignored) that replaces gotch with the patched copy,
 #   7. builds gotch once so later builds hit the Go build cache.
 #
@@ -55,8 +55,9 @@ cpu)
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y libtorch-dev ||
       { $SUDO apt-get update && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y libtorch-dev; }
   fi
+  MULTIARCH="$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)"
   if [ "${CUALAKE_SKIP_OPENBLAS:-0}" != 1 ] &&
-    readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null | grep -q '/blas/libblas'; then
+    readlink -f "/usr/lib/$MULTIARCH/libblas.so.3" 2>/dev/null | grep -q '/blas/libblas'; then
     log "system BLAS is the reference netlib BLAS; installing libopenblas0-openmp"
     SUDO=""
     [ "$(id -u)" -ne 0 ] && SUDO="sudo"

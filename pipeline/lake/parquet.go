@@ -277,3 +277,26 @@ func Blob(ctx context.Context, l *Lake, m *Manifest, hash string) (*schemas.Blob
 	}
 	return found, nil
 }
+
+// BlobsByHash returns the bytes of the wanted blobs of a snapshot in one scan
+// of the blobs table; hashes it cannot find are an error naming one of them.
+func BlobsByHash(ctx context.Context, l *Lake, m *Manifest, want map[string]bool) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(want))
+	err := ScanTable(ctx, l, m, schemas.Blobs, 64, func(rows []schemas.Blob) error {
+		for i := range rows {
+			if want[rows[i].Hash] {
+				out[rows[i].Hash] = append([]byte(nil), rows[i].Bytes...)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for h := range want {
+		if _, ok := out[h]; !ok {
+			return nil, fmt.Errorf("blob %s in snapshot %s: %w", h, short(m.ID), ErrNotExist)
+		}
+	}
+	return out, nil
+}

@@ -27,8 +27,8 @@ type Config struct {
 }
 
 // DefaultConfig returns the small CPU-trainable configuration: 96-wide, one
-// 4-head encoder layer, a GRU decoder with attention (about 0.3M parameters
-// plus 2·96 per vocabulary token).
+// 4-head encoder layer, a GRU decoder with attention: 186,336 weights plus
+// 193 per vocabulary token (0.26M at 400 tokens).
 func DefaultConfig(vocabSize int) Config {
 	return Config{
 		VocabSize:  vocabSize,

@@ -46,7 +46,7 @@ type Action struct {
 	Logp   []float32
 }
 
-// Text renders the action's tokens without the trailing <eos>.
+// text renders the action's tokens without the trailing <eos>.
 func (a Action) text(v *Vocab) string {
 	toks := a.Tokens
 	if n := len(toks); n > 0 && toks[n-1] == EOSID {
