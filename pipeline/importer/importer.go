@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cualake/cualake/pipeline/importer/jsonl"
@@ -102,6 +103,9 @@ type params struct {
 // snapshot with stage "import". Importing the same input again adds nothing
 // and commits nothing.
 func Run(ctx context.Context, l *lake.Lake, opts Options) (*Report, error) {
+	if !slices.Contains(Kinds, opts.Kind) {
+		return nil, fmt.Errorf("import: unknown kind %q (want %s)", opts.Kind, strings.Join(Kinds, ", "))
+	}
 	if len(opts.Paths) == 0 {
 		return nil, fmt.Errorf("import %s: no input path", opts.Kind)
 	}
@@ -144,8 +148,6 @@ func Run(ctx context.Context, l *lake.Lake, opts Options) (*Report, error) {
 		if err := jsonl.ReadFiles(ctx, opts.Paths, c); err != nil {
 			return rep, fmt.Errorf("import %s: %w", opts.Kind, err)
 		}
-	default:
-		return nil, fmt.Errorf("import: unknown kind %q (want %s)", opts.Kind, strings.Join(Kinds, ", "))
 	}
 	if c.err != nil {
 		return rep, fmt.Errorf("import %s: %w", opts.Kind, c.err)

@@ -13,6 +13,7 @@ import (
 )
 
 func init() {
+	index := &cli.StringFlag{Name: "index", Usage: "osworld-tasks: import only the tasks this index file (domain -> ids; looked up in DIR first) names"}
 	quarantine := &cli.BoolFlag{Name: "quarantine", Usage: "commit the good records and keep each bad one, raw, with its reason, in the rejects table (default: a bad record fails the import and nothing is committed)"}
 	register(&cli.Command{
 		Name:  "import",
@@ -32,8 +33,7 @@ Example:
 				Description: `Reads OSWorld's evaluation_examples layout; the domain is the folder name. The original
 JSON of each task is kept byte-exact in the raw column.
 Example: cualake import osworld-tasks --index test_small.json ../shared/data/osworld`,
-				Flags: []cli.Flag{lakeFlag, jsonFlag, quarantine,
-					&cli.StringFlag{Name: "index", Usage: "import only the tasks this index file (domain -> ids; looked up in DIR first) names"}},
+				Flags:  []cli.Flag{lakeFlag, jsonFlag, quarantine, index},
 				Action: importAction(importer.KindOSWorldTasks),
 			},
 			{
@@ -41,14 +41,14 @@ Example: cualake import osworld-tasks --index test_small.json ../shared/data/osw
 				Description: `Reads <action_space>/<observation_type>/<model>/<domain>/<example_id>/ folders into
 trajectories, steps and blobs (screenshots, stored once by hash; cualake blob get HASH shows one).
 Example: cualake import osworld-results ./results`,
-				Flags: []cli.Flag{lakeFlag, jsonFlag, quarantine,
+				Flags: []cli.Flag{lakeFlag, jsonFlag, quarantine, index,
 					&cli.IntFlag{Name: "workers", Usage: "episodes read in parallel (0: one per CPU)"}},
 				Action: importAction(importer.KindOSWorldResults),
 			},
 			{
 				Name: "jsonl", Usage: "import generic rollout logs, one trajectory per line (docs/import-jsonl.md)", ArgsUsage: "FILE...",
 				Description: "Example: cualake import jsonl --quarantine rollouts.jsonl",
-				Flags:       []cli.Flag{lakeFlag, jsonFlag, quarantine},
+				Flags:       []cli.Flag{lakeFlag, jsonFlag, quarantine, index},
 				Action:      importAction(importer.KindJSONL),
 			},
 		},
@@ -62,6 +62,9 @@ func importAction(kind string) cli.ActionFunc {
 				return usageErr("import jsonl needs FILE...")
 			}
 			return usageErr("import %s needs one DIR", kind)
+		}
+		if kind != importer.KindOSWorldTasks && c.String("index") != "" {
+			return usageErr("--index applies to import osworld-tasks only")
 		}
 		l, err := openLake(c, false)
 		if err != nil {

@@ -160,7 +160,7 @@ func TestImportBadInput(t *testing.T) {
 	if _, err := run(t, "import", "jsonl", filepath.Join(jsonl, "bad.jsonl")); ExitCode(err) != ExitFailure {
 		t.Fatalf("bad jsonl: %v", err)
 	}
-	for _, args := range [][]string{{"import", "osworld-tasks"}, {"import", "osworld-results", "a", "b"}, {"import", "jsonl"}, {"export", "verl"},
+	for _, args := range [][]string{{"import", "osworld-tasks"}, {"import", "osworld-results", "a", "b"}, {"import", "jsonl"}, {"import", "jsonl", "--index", "x.json", "a.jsonl"}, {"export", "verl"},
 		{"export", "verl", "--segments", "--batch", "1", "x.parquet"}} {
 		if _, err := run(t, args...); ExitCode(err) != ExitUsage {
 			t.Errorf("%v: want a usage error, got %v", args, err)

@@ -66,7 +66,10 @@ func TextBlob(b []byte) schemas.Blob {
 // SafeName reports whether name is a plain relative path that stays inside
 // its folder (no absolute path, no "..").
 func SafeName(name string) bool {
-	if name == "" || strings.ContainsRune(name, 0) || strings.HasPrefix(name, "/") || strings.HasPrefix(name, `\`) || strings.Contains(name, ":") && len(name) > 1 && name[1] == ':' {
+	if name == "" || strings.ContainsRune(name, 0) || strings.HasPrefix(name, "/") || strings.HasPrefix(name, `\`) {
+		return false
+	}
+	if len(name) >= 2 && name[1] == ':' { // a Windows drive, C:...
 		return false
 	}
 	for _, part := range strings.FieldsFunc(name, func(r rune) bool { return r == '/' || r == '\\' }) {
