@@ -186,9 +186,10 @@ def main():
 
     h = hashlib.sha256()
     items_n = tokens = 0
-    elapsed = 0.0
+    elapsed = cpu = 0.0
     for t in trajs:
         s = time.perf_counter()
+        c = time.process_time()
         if args.mode == "step":
             items = step(t, args.window)
         elif args.mode == "trajectory":
@@ -199,6 +200,7 @@ def main():
         for it in items:
             tokens += len(it[0])
         elapsed += time.perf_counter() - s
+        cpu += time.process_time() - c
         if args.check:
             digest(h, t["id"], items)
 
@@ -215,7 +217,9 @@ def main():
         "tokens": tokens,
         "load_seconds": round(load_s, 3),
         "seconds": round(elapsed, 4),
+        "cpu_seconds": round(cpu, 4),
         "trajectories_per_s": round(len(trajs) / elapsed, 2) if elapsed > 0 else None,
+        "trajectories_per_cpu_s": round(len(trajs) / cpu, 2) if cpu > 0 else None,
         "tokens_per_s": round(tokens / elapsed) if elapsed > 0 else None,
     }
     if args.check:

@@ -3,6 +3,7 @@ package schemas
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -224,8 +225,8 @@ var Steps = register(&Table[Step]{
 			return fmt.Errorf("%w: field logprobs has %d values for %d response_ids", ErrInvalidRow, len(r.Logprobs), len(r.ResponseIDs))
 		}
 		for i, lp := range r.Logprobs {
-			if err := finite("logprobs["+strconv.Itoa(i)+"]", float64(lp)); err != nil {
-				return err
+			if f := float64(lp); math.IsNaN(f) || math.IsInf(f, 0) {
+				return finite("logprobs["+strconv.Itoa(i)+"]", f)
 			}
 			if lp > 0 {
 				return fmt.Errorf("%w: field logprobs[%d] is %v, want <= 0", ErrInvalidRow, i, lp)
@@ -318,8 +319,9 @@ var Segments = register(&Table[Segment]{
 				return fmt.Errorf("%w: field loss_mask[%d] is %d, want 0 or 1", ErrInvalidRow, i, m)
 			}
 			trainable += int32(m)
-			if err := finite("logprobs["+strconv.Itoa(i)+"]", float64(r.Logprobs[i])); err != nil {
-				return err
+			if f := float64(r.Logprobs[i]); math.IsNaN(f) || math.IsInf(f, 0) {
+				// Build the field name only on failure: this loop runs per token.
+				return finite("logprobs["+strconv.Itoa(i)+"]", f)
 			}
 		}
 		if trainable != r.TrainableTokens || int32(len(r.InputIDs)) != r.Tokens {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,7 +73,7 @@ var benchCore struct {
 	ps   []*Prepared
 }
 
-// BenchmarkSegmentCore times the mode algorithms alone on pre-tokenized
+// BenchmarkSegmentCore times the mode algorithms alone, on one goroutine, on pre-tokenized
 // trajectories (every piece already tokenized, as in bench/segment_alg2.py's
 // input; set CUALAKE_ALG2_JSONL=FILE to write that input).
 func BenchmarkSegmentCore(b *testing.B) {
@@ -103,11 +104,16 @@ func BenchmarkSegmentCore(b *testing.B) {
 		b.Run(string(prm.Mode), func(b *testing.B) {
 			var tokens, items int64
 			heap := watchHeap()
+			cpu0 := cpuSeconds()
 			b.ResetTimer()
+			// Items are dropped once counted, their arrays recycled as the
+			// stage recycles them once written (Python frees them by
+			// reference counting).
+			pool := new(Pool)
 			for range b.N {
 				tokens, items = 0, 0
 				for _, p := range ps {
-					its, _, err := Segment(c, p, prm)
+					its, _, err := pool.Segment(c, p, prm)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -115,11 +121,14 @@ func BenchmarkSegmentCore(b *testing.B) {
 					for _, it := range its {
 						tokens += int64(len(it.IDs))
 					}
+					pool.Release(its)
 				}
 			}
 			b.StopTimer()
 			sec := b.Elapsed().Seconds() / float64(b.N)
+			cpu := (cpuSeconds() - cpu0) / float64(b.N)
 			b.ReportMetric(float64(len(ps))/sec, "traj/s")
+			b.ReportMetric(float64(len(ps))/cpu, "traj/cpu-s")
 			b.ReportMetric(float64(tokens)/sec, "tokens/s")
 			b.ReportMetric(float64(items), "items")
 			b.ReportMetric(heap.MB(), "peak-heap-MB")
@@ -154,6 +163,7 @@ func BenchmarkSegmentRun(b *testing.B) {
 			cfg.Image = chat.DefaultImageSpec()
 			var res *Result
 			heap := watchHeap()
+			cpu0 := cpuSeconds()
 			b.ResetTimer()
 			for range b.N {
 				var err error
@@ -163,13 +173,26 @@ func BenchmarkSegmentRun(b *testing.B) {
 			}
 			b.StopTimer()
 			sec := b.Elapsed().Seconds() / float64(b.N)
+			cpu := (cpuSeconds() - cpu0) / float64(b.N)
 			b.ReportMetric(float64(res.Summary.Trajectories)/sec, "traj/s")
+			b.ReportMetric(cpu, "cpu-s/op")
 			b.ReportMetric(float64(res.Summary.Tokens)/sec, "tokens/s")
 			b.ReportMetric(float64(res.Summary.Items), "items")
 			b.ReportMetric(float64(len(res.Files)), "files")
 			b.ReportMetric(heap.MB(), "peak-heap-MB")
 		})
 	}
+}
+
+// cpuSeconds is the process's user and system CPU time (all threads, the
+// GC's included), to compare with Python's time.process_time on a busy
+// machine where wall time mostly measures the neighbours.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 func TestMain(m *testing.M) {

@@ -72,10 +72,16 @@ type Item struct {
 // (which must be valid). It returns the items in order and the number of
 // observation appends whose boundary merged under re-tokenization.
 func Segment(c *Codec, p *Prepared, prm Params) ([]Item, int, error) {
+	return (*Pool)(nil).Segment(c, p, prm)
+}
+
+// Segment is Segment with the items' arrays taken from the pool; give them
+// back with Release once consumed.
+func (pool *Pool) Segment(c *Codec, p *Prepared, prm Params) ([]Item, int, error) {
 	if len(p.Turns) == 0 {
 		return nil, 0, nil
 	}
-	g := segmenter{c: c, p: p}
+	g := segmenter{c: c, p: p, pool: pool}
 	switch prm.Mode {
 	case ModeStep:
 		g.step(prm.Window)
@@ -91,6 +97,7 @@ func Segment(c *Codec, p *Prepared, prm Params) ([]Item, int, error) {
 }
 
 type segmenter struct {
+	pool  *Pool
 	c     *Codec
 	p     *Prepared
 	s     Stream
@@ -114,7 +121,7 @@ func (g *segmenter) window(limit, delta int) {
 	p, s, c := g.p, &g.s, g.c
 	T := len(p.Turns)
 	first, start := 0, 0 // first turn kept in full; first turn trained in this item
-	s.Reset(g.sizeHint(p.Prefix.Len+p.Turns[0].Fresh.Len, 0, 1, limit))
+	s.reset(g.pool, g.sizeHint(p.Prefix.Len+p.Turns[0].Fresh.Len, 0, 1, limit))
 	s.AppendContext(c, &p.Prefix)
 	s.AppendContext(c, &p.Turns[0].Fresh)
 	n := 1 // screenshots in the history
@@ -139,7 +146,7 @@ func (g *segmenter) window(limit, delta int) {
 		for i := first; i < start; i++ {
 			head += g.ctx(i).Len
 		}
-		s.Reset(g.sizeHint(head, start, n, limit))
+		s.reset(g.pool, g.sizeHint(head, start, n, limit))
 		s.AppendContext(c, &p.Prefix)
 		for i := 0; i < first; i++ {
 			s.AppendContext(c, g.summary(i))
@@ -185,7 +192,7 @@ func (g *segmenter) step(w int) {
 				size += g.ctx(i).Len
 			}
 		}
-		s.Reset(size)
+		s.reset(g.pool, size)
 		s.AppendContext(c, &p.Prefix)
 		for i := 0; i < lo; i++ {
 			s.AppendContext(c, g.summary(i))

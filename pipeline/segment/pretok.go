@@ -59,6 +59,7 @@ type chunkJSON struct {
 	Image int
 }
 
+// MarshalJSON writes ids as a plain array (fast: ids are most of the file).
 func (c chunkJSON) MarshalJSON() ([]byte, error) {
 	if c.IDs == nil {
 		return []byte(`{"image":` + strconv.Itoa(c.Image) + `}`), nil
@@ -74,6 +75,7 @@ func (c chunkJSON) MarshalJSON() ([]byte, error) {
 	return append(b, ']'), nil
 }
 
+// UnmarshalJSON reads an id array or an image object.
 func (c *chunkJSON) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] == '{' {
 		var img struct {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cualake/cualake/pipeline/chat"
 	"github.com/cualake/cualake/pipeline/simdesk/action"
@@ -20,6 +21,7 @@ type Error struct {
 	Err          error
 }
 
+// Error says which trajectory, step and field, and what is wrong.
 func (e *Error) Error() string {
 	if e.Step < 0 {
 		return fmt.Sprintf("trajectory %q: %s: %v", e.TrajectoryID, e.Field, e.Err)
@@ -27,6 +29,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("trajectory %q step %d: %s: %v", e.TrajectoryID, e.Step, e.Field, e.Err)
 }
 
+// Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Input is one trajectory to render: its row, its steps rows sorted by
@@ -279,7 +282,11 @@ func ActionSummary(rows []schemas.Step) string {
 			}
 		}
 		if len(s) > maxSummaryAction {
-			s = s[:maxSummaryAction] + "..."
+			cut := maxSummaryAction
+			for cut > 0 && !utf8.RuneStart(s[cut]) {
+				cut--
+			}
+			s = s[:cut] + "..."
 		}
 		lines = append(lines, s)
 	}

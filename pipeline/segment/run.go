@@ -237,6 +237,8 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 		defer close(jobs)
 		readErr = produce(ctx, l, m, slots, jobs)
 	}()
+	// Items' token arrays go back to the pool once their file is written.
+	pool := new(Pool)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -248,7 +250,7 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 					outs <- outcome{seq: j.seq, traj: &j.traj, err: err}
 					continue
 				}
-				outs <- work(b, codec, &cfg, instructions, imageSize, j)
+				outs <- work(b, codec, pool, &cfg, instructions, imageSize, j)
 			}
 		}()
 	}
@@ -257,7 +259,7 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 	// Writing Parquet (validation, encoding, zstd) costs more than segmenting,
 	// so files are written in parallel too; each writer holds a file's rows
 	// and a zstd encoder, hence the cap.
-	w := newWriter(ctx, l, fileTokens, min(workers, maxWriters))
+	w := newWriter(ctx, l, fileTokens, min(workers, maxWriters), pool)
 	res := &Result{Summary: Summary{Mode: cfg.Mode, K: cfg.K, Delta: cfg.Delta, Window: cfg.Window}}
 	pending := map[int]outcome{}
 	next := 0
@@ -386,7 +388,7 @@ func produce(ctx context.Context, l *lake.Lake, m *lake.Manifest, slots chan str
 	return steps.Err()
 }
 
-func work(b *Builder, c *Codec, cfg *Config, instructions map[string]string, imageSize func(*schemas.Step) (int, int, error), j job) outcome {
+func work(b *Builder, c *Codec, pool *Pool, cfg *Config, instructions map[string]string, imageSize func(*schemas.Step) (int, int, error), j job) outcome {
 	o := outcome{seq: j.seq, traj: &j.traj}
 	if j.err != nil {
 		o.err = j.err
@@ -403,7 +405,7 @@ func work(b *Builder, c *Codec, cfg *Config, instructions map[string]string, ima
 		o.err = err
 		return o
 	}
-	items, merges, err := Segment(c, p, cfg.Params)
+	items, merges, err := pool.Segment(c, p, cfg.Params)
 	if err != nil {
 		o.err = err
 		return o
@@ -543,12 +545,13 @@ type writer struct {
 	files     [][]lake.File
 	errs      []error
 	sem       chan struct{}
+	pool      *Pool
 	wg        sync.WaitGroup
 	mu        sync.Mutex
 }
 
-func newWriter(ctx context.Context, l *lake.Lake, maxTokens, parallel int) *writer {
-	return &writer{ctx: ctx, l: l, maxTokens: maxTokens, sem: make(chan struct{}, max(parallel, 1))}
+func newWriter(ctx context.Context, l *lake.Lake, maxTokens, parallel int, pool *Pool) *writer {
+	return &writer{ctx: ctx, l: l, maxTokens: maxTokens, sem: make(chan struct{}, max(parallel, 1)), pool: pool}
 }
 
 func (w *writer) add(rows []schemas.Segment) error {
@@ -588,6 +591,10 @@ func (w *writer) flush() error {
 		defer w.wg.Done()
 		defer func() { <-w.sem }()
 		files, err := lake.WriteRows(w.ctx, w.l, schemas.Segments, rows)
+		// The Parquet writer copied the values; the arrays can be reused.
+		for i := range rows {
+			w.pool.put(rows[i].InputIDs, rows[i].LossMask, rows[i].Logprobs)
+		}
 		w.mu.Lock()
 		w.files[k], w.errs[k] = files, err
 		w.mu.Unlock()

@@ -34,12 +34,6 @@ func (c *Codec) TextPiece(text string) Piece {
 	return p
 }
 
-// IDsPiece makes a piece of pre-tokenized context that starts and ends at a
-// boundary (the benchmark's pre-tokenized input).
-func IDsPiece(ids []int32, images, imageTokens int) Piece {
-	return Piece{Chunks: [][]int32{ids}, Len: len(ids), Images: images, ImageTokens: imageTokens, Sealed: true}
-}
-
 // Concat joins pieces whose junctions are boundaries (the later piece starts
 // with a boundary token, or the earlier ends with one).
 func Concat(ps ...Piece) Piece {
@@ -83,6 +77,7 @@ type Stream struct {
 	mask []int8
 	logp []float32
 	n    int
+	pool *Pool
 	// Images and ImageTokens count the screenshots in the stream.
 	Images, ImageTokens int
 	// Trainable counts mask-1 tokens; NoLogprobs those of them without a
@@ -113,10 +108,14 @@ func (s *Stream) Mask() []int8 { return s.mask[:s.n] }
 // Logp is the log-probabilities so far.
 func (s *Stream) Logp() []float32 { return s.logp[:s.n] }
 
-// Reset empties the stream, giving it fresh arrays for n tokens (the
-// previous arrays belong to whoever took them); it grows as needed.
-func (s *Stream) Reset(n int) {
-	*s = Stream{ids: make([]int32, n), mask: make([]int8, n), logp: make([]float32, n), Merges: s.Merges}
+// Reset empties the stream, giving it arrays for n tokens (the previous
+// arrays belong to whoever took them); it grows as needed.
+func (s *Stream) Reset(n int) { s.reset(nil, n) }
+
+// reset is Reset with arrays from pool.
+func (s *Stream) reset(pool *Pool, n int) {
+	*s = Stream{pool: pool, Merges: s.Merges}
+	s.ids, s.mask, s.logp = pool.get(n)
 }
 
 // grow makes room for k more tokens.
@@ -124,11 +123,11 @@ func (s *Stream) grow(k int) {
 	if s.n+k <= len(s.ids) {
 		return
 	}
-	c := max(2*len(s.ids), s.n+k)
-	ids, mask, logp := make([]int32, c), make([]int8, c), make([]float32, c)
+	ids, mask, logp := s.pool.get(max(2*len(s.ids), s.n+k))
 	copy(ids, s.ids[:s.n])
 	copy(mask, s.mask[:s.n])
 	copy(logp, s.logp[:s.n])
+	s.pool.put(s.ids, s.mask, s.logp)
 	s.ids, s.mask, s.logp = ids, mask, logp
 }
 

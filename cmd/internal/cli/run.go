@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/loop"
+	"github.com/cualake/cualake/query"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:  "run",
+		Usage: "run the whole RL loop: pool, warm start, initial pass, iterations of sample/rollout/segment/train, evaluation, audits, report",
+		Description: `Every step is a stage command committing one snapshot; progress is tagged in the lake (run/<id>/<step>),
+so running the same command again after a kill continues where it stopped. The config file names every stage's
+parameters (see examples/pipeline.yaml); without one the demo defaults apply.
+
+Example:
+   cualake run
+   cualake run --config examples/pipeline.yaml --seed 7 --json
+   cualake run --sampler dtac --lake ./data/lake-dtac`,
+		Flags: []cli.Flag{lakeFlag, jsonFlag,
+			&cli.StringFlag{Name: "config", Usage: "YAML config (defaults: the demo)"},
+			&cli.Int64Flag{Name: "seed", Usage: "override the config's seed"},
+			&cli.StringFlag{Name: "sampler", Usage: "override the config's sampler (uniform, frontier, dtac, curriculum, dapo)"},
+			&cli.IntFlag{Name: "iterations", Value: -1, Usage: "override the config's number of RL iterations"},
+			&cli.StringFlag{Name: "report", Usage: "override the config's HTML report path"},
+		},
+		Action: runLoop,
+	})
+}
+
+// inProcess runs stage commands in this process, against the --lake of c.
+func inProcess(dir string, out io.Writer) loop.Executor {
+	return func(ctx context.Context, command, flags []string) error {
+		args := append([]string{"cualake"}, command...)
+		args = append(args, "--lake", dir)
+		args = append(args, flags...)
+		app := App()
+		app.Writer, app.ErrWriter = out, out
+		return app.RunContext(ctx, args)
+	}
+}
+
+func runLoop(c *cli.Context) error {
+	cfg, err := loop.Load(c.String("config"))
+	if err != nil {
+		return err
+	}
+	if c.IsSet("seed") {
+		cfg.Seed = c.Int64("seed")
+	}
+	if s := c.String("sampler"); s != "" {
+		cfg.Sample.Sampler = s
+	}
+	if n := c.Int("iterations"); n >= 0 {
+		cfg.Iterations = n
+	}
+	if r := c.String("report"); r != "" {
+		cfg.Report = r
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageErr("%v", err)
+	}
+	dir := c.String("lake")
+	l, err := lake.OpenDir(c.Context, dir, true)
+	if err != nil {
+		return err
+	}
+	// Stage output goes to stderr in --json mode so stdout stays one object.
+	log := c.App.Writer
+	if c.Bool("json") {
+		log = c.App.ErrWriter
+	}
+	t0 := time.Now()
+	fmt.Fprintf(log, "run %s: %d steps, %d iterations, sampler %s, seed %d, lake %s\n",
+		loop.RunID(cfg), len(loop.Plan(cfg)), cfg.Iterations, cfg.Sample.Sampler, cfg.Seed, dir)
+	steps, err := loop.Run(c.Context, l, cfg, inProcess(dir, log), log)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.Report), 0o755); err != nil {
+		return err
+	}
+	if err := inProcess(dir, io.Discard)(c.Context, []string{"notebook", "run"}, []string{"learning", "--out", cfg.Report}); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	sum, err := loopSummary(c.Context, l, cfg)
+	if err != nil {
+		return err
+	}
+	sum["run"], sum["report"], sum["seconds"] = loop.RunID(cfg), cfg.Report, time.Since(t0).Seconds()
+	snaps := map[string]string{}
+	for _, s := range steps {
+		snaps[s.Key] = s.Snapshot
+	}
+	sum["snapshots"] = snaps
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, sum)
+	}
+	fmt.Fprintf(c.App.Writer, "\nheld-out success: %.1f%% after warm start, %.1f%% after %d iterations\ntraining success by iteration: %v\nreport: %s (%.0fs)\n",
+		100*sum["heldout_success_warmstart"].(float64), 100*sum["heldout_success_final"].(float64), cfg.Iterations,
+		sum["train_success_by_iteration"], cfg.Report, time.Since(t0).Seconds())
+	return nil
+}
+
+// loopSummary reads the learning curve from the lake.
+func loopSummary(ctx context.Context, l *lake.Lake, cfg loop.Config) (map[string]any, error) {
+	m, err := l.At(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	e, err := query.Open(ctx, l, m)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	res, err := e.Query(ctx, `SELECT source, iteration, avg(CASE WHEN outcome = 'success' THEN 1.0 ELSE 0.0 END)
+		FROM trajectories WHERE source IN ('rollout', 'eval') GROUP BY ALL ORDER BY 1, 2`)
+	if err != nil {
+		return nil, err
+	}
+	train := []float64{}
+	heldout := map[int64]float64{}
+	for _, r := range res.Rows {
+		it, _ := r[1].(int64)
+		if v, ok := r[1].(int32); ok {
+			it = int64(v)
+		}
+		rate, _ := r[2].(float64)
+		if r[0] == "eval" {
+			heldout[it] = rate
+		} else {
+			train = append(train, rate)
+		}
+	}
+	return map[string]any{
+		"heldout_success_warmstart":    heldout[0],
+		"heldout_success_final":        heldout[int64(cfg.Iterations)],
+		"heldout_success_by_iteration": heldout,
+		"train_success_by_iteration":   train,
+		"sampler":                      cfg.Sample.Sampler,
+		"seed":                         cfg.Seed,
+		"snapshot":                     m.ID,
+	}, nil
+}
