@@ -20,6 +20,9 @@ type Config struct {
 	Iterations int    `yaml:"iterations" json:"iterations"`
 	Workers    int    `yaml:"workers" json:"workers"`
 	Report     string `yaml:"report" json:"report"` // HTML report path
+	// LimitTasks caps the tasks of every rollout step (0: the whole pool);
+	// small configs for tests and smoke runs.
+	LimitTasks int `yaml:"limit_tasks" json:"limit_tasks"`
 
 	Synthesize struct {
 		Count   int    `yaml:"count" json:"count"` // accepted tasks to add; 0 skips synthesis

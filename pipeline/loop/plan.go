@@ -27,6 +27,9 @@ func Plan(c Config) []Step {
 	w := itoa(c.Workers)
 	var s []Step
 	add := func(key, title string, weight float64, it int, cmd []string, flags ...string) {
+		if c.LimitTasks > 0 && cmd[0] == "rollout" && key != "it" {
+			flags = append(flags, "--limit-tasks", itoa(c.LimitTasks))
+		}
 		s = append(s, Step{Key: key, Title: title, Command: cmd, Flags: flags, Iteration: it, Weight: weight})
 	}
 	add("pool", "seed the task pool", 0.2, -1, []string{"simdesk", "pool"})
@@ -57,8 +60,8 @@ func Plan(c Config) []Step {
 			"--policy", "checkpoint", "--n", itoa(c.Rollout.N), "--max-turns", itoa(c.Rollout.MaxTurns), "--tree-only",
 			"--seed", seedOf(c, 300+it), "--workers", w)
 		add(fmt.Sprintf("it%02d-segment", it), title("segment ("+c.Segment.Mode+")"), 0.5, it, []string{"segment"},
-			"--mode", c.Segment.Mode, "--k", itoa(c.Segment.K), "--delta", itoa(c.Segment.Delta), "--tokenizer", "policy",
-			"--iteration", itoa(it), "--workers", w)
+			"--mode", c.Segment.Mode, "--k", itoa(c.Segment.K), "--delta", itoa(c.Segment.Delta), "--tokenizer", "checkpoint",
+			"--image-tokens", "4", "--workers", w)
 		add(fmt.Sprintf("it%02d-train", it), title("train (GRPO, "+c.Train.Advantage+")"), 3, it, []string{"train"},
 			"--objective", "grpo", "--advantage", c.Train.Advantage, "--steps", itoa(c.Train.Steps), "--lr", ftoa(c.Train.LR),
 			"--seed", seedOf(c, 400+it))

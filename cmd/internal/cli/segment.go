@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -73,21 +74,27 @@ func segmentAction(c *cli.Context) error {
 	if err := prm.Validate(); err != nil {
 		return usageErr("%v", err)
 	}
-	path := c.String("tokenizer")
-	if path == "" {
-		p, err := tokenizer.DefaultPath()
-		if err != nil {
-			return err
-		}
-		path = p
-	}
-	tok, info, err := segment.LoadTokenizer(path)
-	if err != nil {
-		return err
-	}
 	l, m, err := snapshotAt(c, "in")
 	if err != nil {
 		return err
+	}
+	var tok tokenizer.Encoder
+	var info segment.TokenizerInfo
+	if path := c.String("tokenizer"); path == "checkpoint" || strings.HasPrefix(path, "checkpoint:") {
+		// The policy's own vocabulary, so its recorded token streams are cut
+		// with the tokenizer that produced them.
+		if tok, info, err = checkpointTokenizer(c, l, m, strings.TrimPrefix(strings.TrimPrefix(path, "checkpoint"), ":")); err != nil {
+			return err
+		}
+	} else {
+		if path == "" {
+			if path, err = tokenizer.DefaultPath(); err != nil {
+				return err
+			}
+		}
+		if tok, info, err = segment.LoadTokenizer(path); err != nil {
+			return err
+		}
 	}
 	quiet := c.Bool("json")
 	bar := progress.New(os.Stderr, "segment", int(m.Tables[schemas.Trajectories.Name].Rows), quiet)

@@ -3,12 +3,15 @@ package cli
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/rollout"
+	"github.com/cualake/cualake/pipeline/segment"
+	"github.com/cualake/cualake/pipeline/tokenizer"
 	"github.com/cualake/cualake/schemas"
 	"github.com/cualake/cualake/trainer/agent"
 	"github.com/cualake/cualake/trainer/policy"
@@ -120,4 +123,55 @@ func runTrain(c *cli.Context) error {
 	fmt.Fprintf(c.App.Writer, "trained %s v%d from %d items: %d steps, final loss %.4f, %.0f tokens/s\nsnapshot %s\n",
 		p.Objective, out.Checkpoint.Version, out.Items, len(out.Metrics), last.Loss, float64(tokens)/secs, m.ID)
 	return nil
+}
+
+// checkpointTokenizer loads the vocabulary of a checkpoint (newest, or the
+// given version) as the segment stage's tokenizer.
+func checkpointTokenizer(c *cli.Context, l *lake.Lake, m *lake.Manifest, version string) (tokenizer.Encoder, segment.TokenizerInfo, error) {
+	v := int32(-1)
+	if version != "" {
+		n, err := strconv.Atoi(version)
+		if err != nil {
+			return nil, segment.TokenizerInfo{}, usageErr("--tokenizer checkpoint:%s: the version must be a number", version)
+		}
+		v = int32(n)
+	}
+	ck, err := stage.LatestCheckpoint(c.Context, l, m, v)
+	if err != nil {
+		return nil, segment.TokenizerInfo{}, err
+	}
+	if ck == nil {
+		return nil, segment.TokenizerInfo{}, fmt.Errorf("--tokenizer checkpoint: the snapshot has no checkpoint")
+	}
+	b, err := lake.Blob(c.Context, l, m, ck.Blob)
+	if err != nil {
+		return nil, segment.TokenizerInfo{}, err
+	}
+	vocab, err := policy.VocabFromCheckpoint(b.Bytes)
+	if err != nil {
+		return nil, segment.TokenizerInfo{}, err
+	}
+	nl, ok := vocab.TokenID("nl")
+	if !ok {
+		return nil, segment.TokenizerInfo{}, fmt.Errorf("checkpoint v%d: its vocabulary has no newline token", ck.Version)
+	}
+	return lineVocab{vocab, nl}, segment.TokenizerInfo{File: fmt.Sprintf("checkpoint:v%d", ck.Version), SHA256: ck.Blob}, nil
+}
+
+// lineVocab gives the policy's word-level vocabulary a newline token, which
+// the chat template needs between a turn's header and its content.
+type lineVocab struct {
+	*policy.Vocab
+	nl int32
+}
+
+func (v lineVocab) Encode(s string) []int32 {
+	var out []int32
+	for i, line := range strings.Split(s, "\n") {
+		if i > 0 {
+			out = append(out, v.nl)
+		}
+		out = append(out, v.Vocab.Encode(line)...)
+	}
+	return out
 }
