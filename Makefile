@@ -23,7 +23,7 @@ bench: build
 	@scripts/bench.sh
 
 demo: build
-	@scripts/demo.sh $(LAKE)
+	$(BIN)/cualake run --lake $(LAKE)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

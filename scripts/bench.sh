@@ -1,6 +1,17 @@
 #!/usr/bin/env bash
-# Runs every benchmark of the project and prints one table.
+# Runs every benchmark of the project, the baselines measured in the same
+# run (Python Algorithm 2, PyTorch's policy, plain DuckDB), and prints one
+# table, also written to bench/results.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p bench
-go test -run '^$' -bench . -benchmem -benchtime 1x ./... 2>&1 | tee bench/out.txt
+out=bench/out
+mkdir -p "$out"
+echo "bench: Go benchmarks (this takes several minutes)"
+CUALAKE_ALG2_JSONL=$PWD/$out/alg2.jsonl go test -run '^$' -bench . -benchtime 1x -benchmem -timeout 60m \
+  ./pipeline/... ./query/... ./trainer/ 2>&1 | tee "$out/go.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
+echo "bench: Python Algorithm 2 baseline"
+python3 bench/segment_alg2.py "$out/alg2.jsonl" --mode window > "$out/alg2-window.json"
+echo "bench: PyTorch policy baseline"
+threads=$(sed -n 's/^BenchmarkPolicyForwardBackward.* \([0-9.]*\) threads.*/\1/p' "$out/go.txt" | head -1)
+python3 trainer/bench/policy_torch.py --threads "${threads:-1}" > "$out/torch.json" || echo '{}' > "$out/torch.json"
+go run bench/report.go "$out" bench/results.md

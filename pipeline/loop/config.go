@@ -33,7 +33,6 @@ type Config struct {
 		Demos    int     `yaml:"demos" json:"demos"` // oracle rollouts per training task
 		Steps    int     `yaml:"steps" json:"steps"` // SFT optimiser steps
 		LR       float64 `yaml:"lr" json:"lr"`
-		Noise    float64 `yaml:"noise" json:"noise"` // share of random actions in demonstrations (recovery data)
 		MaxTurns int     `yaml:"max_turns" json:"max_turns"`
 	} `yaml:"warmstart" json:"warmstart"`
 
@@ -80,13 +79,13 @@ func Default() Config {
 	var c Config
 	c.Seed, c.Iterations, c.Workers, c.Report = 1, 4, 2, "out/report.html"
 	c.Synthesize.Count, c.Synthesize.Backend = 0, "builtin"
-	c.Warmstart.Demos, c.Warmstart.Steps, c.Warmstart.LR, c.Warmstart.Noise, c.Warmstart.MaxTurns = 1, 400, 1e-3, 0.1, 30
+	c.Warmstart.Demos, c.Warmstart.Steps, c.Warmstart.LR, c.Warmstart.MaxTurns = 1, 400, 3e-3, 40
 	c.InitialPass.N = 4
 	c.Sample.Sampler, c.Sample.Batch, c.Sample.Alpha, c.Sample.PMin, c.Sample.PMax = "frontier", 16, 0.2, 0.1, 0.9
 	c.Rollout.N, c.Rollout.MaxTurns = 8, 30
 	c.Segment.Mode, c.Segment.K, c.Segment.Delta = "window", 5, 5
 	c.Train.Advantage, c.Train.Steps, c.Train.LR = "grpo", 20, 1e-4
-	c.Eval.N, c.Eval.Split = 2, "heldout"
+	c.Eval.N, c.Eval.Split = 1, "heldout"
 	c.Audits = []string{"health", "synthesis", "overlap"}
 	c.Notebooks = []string{"notebooks/rollout-health.md", "notebooks/frontier.md", "notebooks/segments.md"}
 	return c

@@ -44,7 +44,7 @@ func Plan(c Config) []Step {
 		"--objective", "sft", "--steps", itoa(c.Warmstart.Steps), "--lr", ftoa(c.Warmstart.LR), "--seed", seedOf(c, 3))
 	evalStep := func(it int) {
 		add(fmt.Sprintf("it%02d-eval", it), fmt.Sprintf("evaluate on held-out tasks (after iteration %d)", it), 2, it, []string{"rollout"},
-			"--policy", "checkpoint", "--source", "eval", "--split", c.Eval.Split, "--n", itoa(c.Eval.N), "--iteration", itoa(it),
+			"--policy", "checkpoint", "--source", "eval", "--greedy", "--split", c.Eval.Split, "--n", itoa(c.Eval.N), "--iteration", itoa(it),
 			"--max-turns", itoa(c.Rollout.MaxTurns), "--tree-only", "--seed", seedOf(c, 100+it), "--workers", w)
 	}
 	evalStep(0)

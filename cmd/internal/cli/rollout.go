@@ -11,6 +11,7 @@ import (
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/progress"
 	"github.com/cualake/cualake/pipeline/rollout"
+	"github.com/cualake/cualake/pipeline/shard"
 	"github.com/cualake/cualake/schemas"
 )
 
@@ -24,8 +25,9 @@ simulator's built-in pool; commits trajectories, steps and blobs (screenshots st
 Example:
    cualake rollout --policy oracle --n 1
    cualake rollout --policy random --n 8 --limit-tasks 20 --workers 2 --json
-   cualake rollout --policy checkpoint --tasks files-rename-003,sheet-sum-010`,
-		Flags: []cli.Flag{lakeFlag, jsonFlag,
+   cualake rollout --policy checkpoint --tasks files-rename-003,sheet-sum-010
+   cualake rollout --policy oracle --n 4 --shard 2/8   (tasks of shard 2 of 8; then cualake lake merge)`,
+		Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag,
 			&cli.StringFlag{Name: "in", Usage: "input snapshot (default main)"},
 			&cli.StringFlag{Name: "policy", Value: "oracle", Usage: "random, oracle, openai or checkpoint[:VERSION]"},
 			&cli.IntFlag{Name: "n", Value: 8, Usage: "rollouts per task (a group)"},
@@ -41,6 +43,7 @@ Example:
 			&cli.IntFlag{Name: "iteration", Value: -1, Usage: "record episodes under this iteration (default: the batch's, or the next)"},
 			&cli.StringFlag{Name: "endpoint", EnvVars: []string{"OPENAI_BASE_URL"}, Usage: "openai policy: base URL of an OpenAI-compatible server"},
 			&cli.StringFlag{Name: "model", Usage: "openai policy: model name"},
+			&cli.BoolFlag{Name: "greedy", Usage: "checkpoint policy: decode greedily instead of sampling at temperature 0.8"},
 		},
 		Action: runRollout,
 	})
@@ -72,6 +75,10 @@ var checkpointPolicy = func(c *cli.Context, l *lake.Lake, m *lake.Manifest, vers
 
 func runRollout(c *cli.Context) error {
 	ctx := c.Context
+	spec, err := parseShard(c, "rollout")
+	if err != nil {
+		return err
+	}
 	l, err := openLake(c, true)
 	if err != nil {
 		return err
@@ -120,6 +127,10 @@ func runRollout(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Shards split the selected tasks by task id; the parameters keep the
+	// whole run's count, so every shard records the unsharded run's.
+	selected := len(tasks)
+	tasks = shard.Filter(spec, tasks, func(t *schemas.Task) string { return t.TaskID })
 	f, err := agentFactory(c, l, in)
 	if err != nil {
 		return err
@@ -134,13 +145,18 @@ func runRollout(c *cli.Context) error {
 	if it := c.Int("iteration"); it >= 0 {
 		p.Iteration = int32(it)
 	}
+	// Every table goes through shard.Output, sharded or not, so that a merge
+	// of fragments writes exactly the files an unsharded run writes.
+	out := shard.NewOutput(l, tx, spec)
+	defer out.Discard()
 	if plan.PoolFrom == "builtin" {
-		// The lake records the pool its trajectories came from.
+		// The lake records the pool its trajectories came from (in every
+		// shard: the merge checks they agree and keeps one copy).
 		pool, err := rollout.PlanRun(ctx, l, nil)
 		if err != nil {
 			return err
 		}
-		if err := lake.ReplaceTable(ctx, tx, schemas.Tasks, pool.Tasks); err != nil {
+		if err := shard.NewTable(out, schemas.Tasks, shard.TableOptions{Chunk: lake.MaxFileRows, Replace: true, Shared: true}).Add(pool.Tasks...); err != nil {
 			return err
 		}
 	}
@@ -150,10 +166,11 @@ func runRollout(c *cli.Context) error {
 			return err
 		}
 	}
-	trajs := lake.NewAppender(ctx, tx, schemas.Trajectories, 1<<16)
-	verifs := lake.NewAppender(ctx, tx, schemas.Verifications, 1<<16)
-	steps := lake.NewAppender(ctx, tx, schemas.Steps, 1<<16)
-	blobs := lake.NewAppender(ctx, tx, schemas.Blobs, 512)
+	trajs := shard.NewTable(out, schemas.Trajectories, shard.TableOptions{Chunk: 1 << 16})
+	verifs := shard.NewTable(out, schemas.Verifications, shard.TableOptions{Chunk: 1 << 16})
+	steps := shard.NewTable(out, schemas.Steps, shard.TableOptions{Chunk: 1 << 16})
+	// Screenshots repeat across shards; equal hashes are equal blobs.
+	blobs := shard.NewTable(out, schemas.Blobs, shard.TableOptions{Chunk: 512, Dedup: true})
 	sum := rollout.Summary{Tasks: len(tasks)}
 	bar := progress.New(os.Stderr, "rollout "+f.Name(), len(tasks)*p.N, c.Bool("json"))
 	err = rollout.Run(ctx, tasks, f, rollout.SimEnvs(p), p, func(ep rollout.Episode) error {
@@ -188,20 +205,20 @@ func runRollout(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, a := range []interface{ Close() error }{trajs, steps, blobs, verifs} {
-		if err := a.Close(); err != nil {
-			return err
-		}
-	}
 	var inputs []string
 	if in != nil {
 		inputs = []string{in.ID}
 	}
-	m, err := tx.Commit(ctx, lake.CommitInfo{Stage: "rollout", Seed: p.Seed, Inputs: inputs,
-		Params: p.MarshalParams(f.Name(), map[string]any{"policy_version": f.Version(), "tasks": len(tasks), "from_batch": plan.FromBatch, "pool": plan.PoolFrom, "reward": reward})})
+	out.Summary = sum
+	res, err := out.Finish(ctx, lake.CommitInfo{Stage: "rollout", Seed: p.Seed, Inputs: inputs,
+		Params: p.MarshalParams(f.Name(), map[string]any{"policy_version": f.Version(), "tasks": selected, "from_batch": plan.FromBatch, "pool": plan.PoolFrom, "reward": reward})})
 	if err != nil {
 		return err
 	}
+	if res.Fragment != nil {
+		return printFragment(c, res.Fragment, map[string]any{"iteration": p.Iteration, "policy": f.Name(), "summary": sum})
+	}
+	m := res.Manifest
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, map[string]any{"snapshot": m.ID, "iteration": p.Iteration, "policy": f.Name(),
 			"policy_version": f.Version(), "summary": sum})

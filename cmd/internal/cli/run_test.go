@@ -17,7 +17,7 @@ const smallRun = `seed: 3
 iterations: 1
 workers: 2
 limit_tasks: 6
-warmstart: {demos: 1, steps: 4, lr: 0.001, noise: 0, max_turns: 30}
+warmstart: {demos: 1, steps: 4, lr: 0.001, max_turns: 30}
 initial_pass: {n: 2}
 sample: {sampler: uniform, batch: 3, alpha: 0.2, p_min: 0, p_max: 1}
 rollout: {n: 2, max_turns: 4}

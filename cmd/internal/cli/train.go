@@ -65,7 +65,7 @@ Example:
 		if err != nil {
 			return nil, err
 		}
-		return agent.NewCheckpoint(p, ck.Version, policy.DefaultSampleOptions(), false), nil
+		return agent.NewCheckpoint(p, ck.Version, policy.DefaultSampleOptions(), c.Bool("greedy")), nil
 	}
 }
 

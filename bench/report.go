@@ -1,0 +1,136 @@
+//go:build ignore
+
+// report assembles bench/results.md from one `make bench` run: every Go
+// benchmark's headline figure, the baseline measured in the same run, the
+// ratio and the goal.
+//
+//	go run bench/report.go bench/out bench/results.md
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// metric is one benchmark's headline: which unit to show and the goal.
+type metric struct {
+	unit, goal string
+}
+
+var headline = map[string]metric{
+	"BenchmarkCommitSteps1M":                     {"rows/s", "commit 1,000,000 steps rows"},
+	"BenchmarkCommitAfterHistory/snapshots=10":   {"ns/op", "flat in history"},
+	"BenchmarkCommitAfterHistory/snapshots=1000": {"ns/op", "flat in history"},
+	"BenchmarkQueryGroupBy/cualake":              {"ns/op", "ratio to plain DuckDB close to 1"},
+	"BenchmarkFrontierSelect1M":                  {"ns/op", "< 100 ms"},
+	"BenchmarkDTACSelect1M":                      {"ns/op", "< 100 ms"},
+	"BenchmarkUpdateEMA1Mx8":                     {"ns/op", "EMA for 1M tasks x 8 rollouts"},
+	"BenchmarkSegmentCore/window":                {"traj/cpu-s", ">= 20x Python Algorithm 2"},
+	"BenchmarkSegmentRun/window":                 {"traj/s", "memory flat in trajectories"},
+	"BenchmarkStepScreenshot":                    {"steps/s", ">= 200 steps/s at 1280x800"},
+	"BenchmarkStepTreeOnly":                      {"steps/s", "far above screenshots"},
+	"BenchmarkOracleEpisode":                     {"episodes/s", ""},
+	"BenchmarkRandomEpisode":                     {"episodes/s", ""},
+	"BenchmarkPolicyForwardBackward":             {"tokens/cpu-s", ">= 0.9x PyTorch"},
+	"BenchmarkImportOSWorldResults":              {"episodes/s", "streams; peak memory flat"},
+	"BenchmarkEncode":                            {"tokens/s", ""},
+	"BenchmarkNearDuplicates10k":                 {"ns/op", "10k x 10k pools quickly"},
+	"BenchmarkSynthesizeBuiltin":                 {"accepted/s", ""},
+}
+
+var line = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+(.*)$`)
+
+func main() {
+	dir, out := os.Args[1], os.Args[2]
+	f, err := os.Open(filepath.Join(dir, "go.txt"))
+	if err != nil {
+		fail(err)
+	}
+	values := map[string]map[string]float64{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := line.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		v := map[string]float64{}
+		fields := strings.Fields(m[3])
+		for i := 0; i+1 < len(fields); i += 2 {
+			if x, err := strconv.ParseFloat(fields[i], 64); err == nil {
+				v[fields[i+1]] = x
+			}
+		}
+		values[m[1]] = v
+	}
+	py := readJSON(filepath.Join(dir, "alg2-window.json"))
+	torch := readJSON(filepath.Join(dir, "torch.json"))
+	duck := values["BenchmarkQueryGroupBy/duckdb"]["ns/op"]
+
+	var names []string
+	for n := range values {
+		if _, ok := headline[n]; ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("# Benchmarks\n\nOne `make bench` run on this machine; baselines measured in the same run.\n\n")
+	b.WriteString("| benchmark | ours | baseline | ratio | goal |\n| --- | --- | --- | --- | --- |\n")
+	for _, n := range names {
+		h := headline[n]
+		ours := values[n][h.unit]
+		base, ratio := "", ""
+		switch n {
+		case "BenchmarkQueryGroupBy/cualake":
+			base, ratio = fmt.Sprintf("%.0f ns/op (plain DuckDB)", duck), fmt.Sprintf("%.2fx time", ours/duck)
+		case "BenchmarkSegmentCore/window":
+			if p, ok := py["trajectories_per_cpu_s"].(float64); ok && p > 0 {
+				base, ratio = fmt.Sprintf("%.1f traj/cpu-s (Python)", p), fmt.Sprintf("%.1fx", ours/p)
+			}
+		case "BenchmarkPolicyForwardBackward":
+			if p, ok := torch["tokens_per_cpu_s"].(float64); ok && p > 0 {
+				base, ratio = fmt.Sprintf("%.0f tokens/cpu-s (PyTorch)", p), fmt.Sprintf("%.2fx", ours/p)
+			}
+		}
+		extra := ""
+		if mb, ok := values[n]["peak-heap-MB"]; ok {
+			extra = fmt.Sprintf(", peak heap %.0f MB", mb)
+		}
+		fmt.Fprintf(&b, "| %s | %s %s%s | %s | %s | %s |\n", strings.TrimPrefix(n, "Benchmark"), fmtNum(ours), h.unit, extra, base, ratio, h.goal)
+	}
+	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
+		fail(err)
+	}
+	fmt.Print(b.String())
+}
+
+func fmtNum(x float64) string {
+	switch {
+	case x >= 1e6:
+		return fmt.Sprintf("%.3g", x)
+	case x >= 100:
+		return fmt.Sprintf("%.0f", x)
+	}
+	return fmt.Sprintf("%.2f", x)
+}
+
+func readJSON(p string) map[string]any {
+	m := map[string]any{}
+	if b, err := os.ReadFile(p); err == nil {
+		json.Unmarshal(b, &m)
+	}
+	return m
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench report:", err)
+	os.Exit(1)
+}
