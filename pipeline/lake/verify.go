@@ -197,6 +197,14 @@ func (l *Lake) young(ctx context.Context, key string, grace time.Duration) bool 
 	if grace <= 0 {
 		return false
 	}
+	// Remote stores say when an object was written; asking them avoids
+	// downloading every unreferenced file into the cache to stat it.
+	if mt, ok := l.store.(interface {
+		ModTime(context.Context, string) (time.Time, error)
+	}); ok {
+		t, err := mt.ModTime(ctx, key)
+		return err == nil && time.Since(t) < grace
+	}
 	p, err := l.store.LocalPath(ctx, key)
 	if err != nil {
 		return false

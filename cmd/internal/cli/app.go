@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/lake/s3store" // also registers s3:// lakes
 	"github.com/cualake/cualake/query"
 	"github.com/cualake/cualake/schemas"
 )
@@ -38,16 +39,56 @@ var ErrNotBuilt = errors.New("not built yet")
 
 var lakeFlag = &cli.StringFlag{
 	Name:    "lake",
-	Usage:   "lake folder",
+	Usage:   "lake folder or s3://bucket/prefix",
 	EnvVars: []string{"CUALAKE_LAKE"},
 	Value:   "./data/lake",
 }
 
 var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print one JSON object for scripts"}
 
+// storageFlags configure remote lakes; every command that takes --lake
+// gets them (see withStorageFlags).
+var storageFlags = []cli.Flag{
+	&cli.StringFlag{Name: "cache", EnvVars: []string{"CUALAKE_CACHE"}, Category: "remote lakes",
+		Usage: "local cache of a remote lake's files (default: the user cache folder, cualake/)"},
+	&cli.StringFlag{Name: "cache-max", EnvVars: []string{"CUALAKE_CACHE_MAX"}, Category: "remote lakes",
+		Usage: "bound of the cache, least recently used files evicted beyond it (e.g. 10GiB; 0 = unbounded; default 20GiB)"},
+	&cli.StringFlag{Name: "s3-endpoint", Category: "remote lakes", Usage: "S3 endpoint URL (default $AWS_ENDPOINT_URL, else AWS)"},
+	&cli.StringFlag{Name: "s3-region", Category: "remote lakes", Usage: "S3 region (default $AWS_REGION, else us-east-1)"},
+}
+
+// withStorageFlags adds storageFlags to every command with --lake, once.
+func withStorageFlags(cmds []*cli.Command) {
+	for _, c := range cmds {
+		has, done := false, false
+		for _, f := range c.Flags {
+			has = has || f == lakeFlag
+			done = done || f == storageFlags[0]
+		}
+		if has && !done {
+			c.Flags = append(c.Flags, storageFlags...)
+		}
+		withStorageFlags(c.Subcommands)
+	}
+}
+
+// lakeOptions reads storageFlags.
+func lakeOptions(c *cli.Context) (lake.OpenOptions, error) {
+	opt := lake.OpenOptions{CacheDir: c.String("cache"), Endpoint: c.String("s3-endpoint"), Region: c.String("s3-region")}
+	if v := c.String("cache-max"); v != "" {
+		n, err := s3store.ParseBytes(v)
+		if err != nil {
+			return opt, usageErr("--cache-max: %v", err)
+		}
+		opt.CacheMaxBytes = n
+	}
+	return opt, nil
+}
+
 // App is the cualake command with every subcommand.
 func App() *cli.App {
 	sort.SliceStable(commands, func(a, b int) bool { return commands[a].Name < commands[b].Name })
+	withStorageFlags(commands)
 	return &cli.App{
 		Name:  "cualake",
 		Usage: "a data lake toolkit for online RL of computer-use agents",
@@ -116,9 +157,14 @@ func usageErr(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
 }
 
-// openLake opens the --lake folder; create initialises it if needed.
+// openLake opens the --lake folder or URL (s3://bucket/prefix); create
+// initialises it if needed.
 func openLake(c *cli.Context, create bool) (*lake.Lake, error) {
-	return lake.OpenDir(c.Context, c.String("lake"), create)
+	opt, err := lakeOptions(c)
+	if err != nil {
+		return nil, err
+	}
+	return lake.OpenURL(c.Context, c.String("lake"), create, opt)
 }
 
 // snapshotAt opens the lake and resolves --at (or --in).

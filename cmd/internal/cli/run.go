@@ -33,6 +33,10 @@ Example:
 			&cli.StringFlag{Name: "sampler", Usage: "override the config's sampler (uniform, frontier, dtac, curriculum, dapo)"},
 			&cli.IntFlag{Name: "iterations", Value: -1, Usage: "override the config's number of RL iterations"},
 			&cli.StringFlag{Name: "report", Usage: "override the config's HTML report path"},
+			&cli.StringFlag{Name: "executor", Value: "local", Usage: "local (in this process) or slurm (each step as Slurm jobs, shardable stages as job arrays)"},
+			&cli.IntFlag{Name: "shards", Value: 4, Usage: "slurm executor: shards per shardable stage"},
+			&cli.StringFlag{Name: "partition", Usage: "slurm executor: partition"},
+			&cli.StringFlag{Name: "time", Usage: "slurm executor: time limit per job"},
 		},
 		Action: runLoop,
 	})
@@ -71,7 +75,7 @@ func runLoop(c *cli.Context) error {
 		return usageErr("%v", err)
 	}
 	dir := c.String("lake")
-	l, err := lake.OpenDir(c.Context, dir, true)
+	l, err := openLake(c, true)
 	if err != nil {
 		return err
 	}
@@ -83,7 +87,17 @@ func runLoop(c *cli.Context) error {
 	t0 := time.Now()
 	fmt.Fprintf(log, "run %s: %d steps, %d iterations, sampler %s, seed %d, lake %s\n",
 		loop.RunID(cfg), len(loop.Plan(cfg)), cfg.Iterations, cfg.Sample.Sampler, cfg.Seed, dir)
-	steps, err := loop.Run(c.Context, l, cfg, inProcess(dir, log), log)
+	exec := inProcess(dir, log)
+	switch c.String("executor") {
+	case "local":
+	case "slurm":
+		if exec, err = slurmExecutor(c, SlurmOptions{Shards: c.Int("shards"), Partition: c.String("partition"), Time: c.String("time")}); err != nil {
+			return err
+		}
+	default:
+		return usageErr("--executor: want local or slurm")
+	}
+	steps, err := loop.Run(c.Context, l, cfg, exec, log)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func init() {
 Example:
    cualake sample --sampler frontier --batch 32 --seed 1
    cualake sample --sampler dtac --beta 0.7 --json`,
-		Flags: []cli.Flag{lakeFlag, jsonFlag,
+		Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag,
 			&cli.StringFlag{Name: "in", Usage: "input snapshot (default main)"},
 			&cli.StringFlag{Name: "sampler", Value: "frontier", Usage: "frontier, dtac, uniform, curriculum or dapo"},
 			&cli.IntFlag{Name: "batch", Value: 32, Usage: "B, tasks per iteration"},
@@ -65,6 +65,9 @@ Example:
 
 func runSample(c *cli.Context) error {
 	ctx := c.Context
+	if _, err := parseShard(c, "sample"); err != nil {
+		return err
+	}
 	l, err := openLake(c, false)
 	if err != nil {
 		return err

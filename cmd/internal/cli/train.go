@@ -30,7 +30,7 @@ Checkpoints are blobs with a checkpoints row; train_metrics gets one row per opt
 Example:
    cualake train --objective sft --steps 300
    cualake train --objective grpo --advantage stepo --steps 20 --json`,
-		Flags: []cli.Flag{lakeFlag, jsonFlag,
+		Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag,
 			&cli.StringFlag{Name: "in", Usage: "input snapshot (default main)"},
 			&cli.StringFlag{Name: "objective", Value: "sft", Usage: "sft or grpo"},
 			&cli.StringFlag{Name: "advantage", Value: "grpo", Usage: "grpo, stepo or naive"},
@@ -71,6 +71,9 @@ Example:
 
 func runTrain(c *cli.Context) error {
 	ctx := c.Context
+	if _, err := parseShard(c, "train"); err != nil {
+		return err
+	}
 	l, err := openLake(c, false)
 	if err != nil {
 		return err
