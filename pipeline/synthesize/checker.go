@@ -58,8 +58,8 @@ func newWorker() (*worker, error) {
 	return &worker{sim: sim}, nil
 }
 
-// Checker dry-runs a candidate in a live environment.
-type Checker interface {
+// checkerRole dry-runs a candidate in a live environment.
+type checkerRole interface {
 	check(ctx context.Context, w *worker, c *Candidate, seed int64) checkResult
 }
 
@@ -207,6 +207,17 @@ func referee(w *worker, c *Candidate, chk checkResult, seed int64) (bool, string
 	if err != nil {
 		return false, "the judge does not compile"
 	}
+	// The inputs are the files the intended setup leaves in place.
+	d := w.sim.Desktop()
+	d.Reset(seed)
+	var inputs []string
+	if err := d.ApplySetup(c.ref.setup); err == nil {
+		for p := range setupFiles(c.ref.setup) {
+			if ok, _, _ := d.Stat(p); ok {
+				inputs = append(inputs, p)
+			}
+		}
+	}
 	task := schemas.Task{TaskID: "referee", Setup: c.Setup, Judge: c.Judge}
 	if _, err := w.sim.Reset(task, seed); err != nil {
 		return false, "the setup fails"
@@ -218,8 +229,7 @@ func referee(w *worker, c *Candidate, chk checkResult, seed int64) (bool, string
 	if score != 0 {
 		return false, "the untouched state already scores 1"
 	}
-	d := w.sim.Desktop()
-	for p := range setupFiles(c.ref.setup) {
+	for _, p := range inputs {
 		if ok, _, _ := d.Stat(p); !ok {
 			return false, "an input file the instruction presupposes is missing"
 		}

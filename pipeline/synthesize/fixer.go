@@ -131,6 +131,9 @@ func fixBuiltin(w *worker, c *Candidate, issues []Issue, seed int64) (*Candidate
 			note("setup: create %s", vfs.Short(is.Path))
 			setupDirty = true
 		case codeCellOutside:
+			if !valid || crits[k].Result == nil {
+				continue
+			}
 			cell := relocateCell(is, crits, c.Instruction, setupFiles(c.Setup))
 			if cell == "" {
 				continue
@@ -387,7 +390,13 @@ func fixUngrounded(c *judge.Criterion, is Issue, crits []judge.Criterion, cand *
 			usedLits[judge.Text(o.Expected.Rules.Expected)] = true
 		}
 	}
-	switch v := r.Expected.(type) {
+	expected := r.Expected
+	if str, ok := expected.(string); ok {
+		if n, err := strconv.ParseFloat(str, 64); err == nil {
+			expected = n // a number written as text: the closest stated number
+		}
+	}
+	switch v := expected.(type) {
 	case float64:
 		best, dist := 0.0, math.Inf(1)
 		for _, m := range numberRe.FindAllStringSubmatch(ins, -1) {
@@ -398,14 +407,22 @@ func fixUngrounded(c *judge.Criterion, is Issue, crits []judge.Criterion, cand *
 		}
 		if dist <= math.Max(20, math.Abs(v)/2) {
 			note("criterion %d: expected %s -> %s, as the instruction states", is.Criterion, sheet.FormatNumber(v), sheet.FormatNumber(best))
-			r.Expected = best
+			if _, isStr := r.Expected.(string); isStr {
+				r.Expected = sheet.FormatNumber(best)
+			} else {
+				r.Expected = best
+			}
 			return true
 		}
 		return false
 	case []any:
 		return fixTable(v, cand, is, note)
 	}
-	lits := instructionLiterals(ins)
+	st := setupText(cand.Setup)
+	lits := append(instructionLiterals(ins), emailRe.FindAllString(st, -1)...)
+	for _, m := range quotedRe.FindAllStringSubmatch(st, -1) {
+		lits = append(lits, m[1])
+	}
 	if c.Result != nil && c.Result.Type == "setting" {
 		if def := simdesk.SettingByKey(c.Result.Key); def != nil && len(def.Options) > 0 {
 			var named []string
@@ -491,10 +508,16 @@ func fixWords(text, corpus string) (string, bool) {
 		if lower[strings.ToLower(w)] {
 			return w
 		}
+		if strings.ContainsAny(w, "0123456789") {
+			// A wrong number is not a typo: leave it to the caller.
+			failed = true
+			return w
+		}
 		best, score := "", 0.6
 		for _, k := range words {
 			if len(k) == len(w) || len(k) == len(w)+1 || len(k)+1 == len(w) {
-				if s := judge.Similarity(strings.ToLower(w), strings.ToLower(k)); s > score {
+				// Case-insensitive likeness, ties broken by matching case.
+				if s := judge.Similarity(strings.ToLower(w), strings.ToLower(k)) + 0.01*judge.Similarity(w, k); s > score {
 					best, score = k, s
 				}
 			}

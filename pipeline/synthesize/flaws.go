@@ -53,9 +53,22 @@ func cloneGetter(g *judge.Getter) *judge.Getter {
 		r := *g.Rules
 		r.Include = slices.Clone(g.Rules.Include)
 		r.Exclude = slices.Clone(g.Rules.Exclude)
+		r.Expected = deepCopy(g.Rules.Expected)
 		n.Rules = &r
 	}
 	return &n
+}
+
+// deepCopy copies the lists inside a rule literal (tables, lists).
+func deepCopy(v any) any {
+	if l, ok := v.([]any); ok {
+		out := make([]any, len(l))
+		for i, e := range l {
+			out[i] = deepCopy(e)
+		}
+		return out
+	}
+	return v
 }
 
 func cloneCriteria(cs []judge.Criterion) []judge.Criterion {
@@ -114,6 +127,9 @@ func plantFlaw(r *rand.Rand, d *draft, kind string) bool {
 		case c.Result.Cell != "":
 			// "B7" written the other way round.
 			k := strings.IndexFunc(c.Result.Cell, func(r rune) bool { return r >= '0' && r <= '9' })
+			if k <= 0 {
+				return false
+			}
 			c.Result.Cell = c.Result.Cell[k:] + c.Result.Cell[:k]
 		case c.Result.Type == "sent_mail":
 			c.Result.Field = badFields[c.Result.Field]

@@ -135,7 +135,9 @@ func sCreate(p, text string) simdesk.SetupStep {
 func sFolder(p string) simdesk.SetupStep {
 	return simdesk.Step("create_folder", map[string]string{"path": p})
 }
-func sOpen(p string) simdesk.SetupStep { return simdesk.Step("open_file", map[string]string{"path": p}) }
+func sOpen(p string) simdesk.SetupStep {
+	return simdesk.Step("open_file", map[string]string{"path": p})
+}
 func sApp(app string) simdesk.SetupStep {
 	return simdesk.Step("open_app", map[string]string{"app": app})
 }

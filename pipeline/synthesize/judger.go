@@ -27,7 +27,7 @@ const (
 // several outcomes the wording allows.
 var vaguePhrases = []string{"something", "a suitable", "an appropriate", "appropriate", "whatever", "as needed", "as you see fit",
 	"a better", "somewhere", "a few", "a sensible", "a different option", "a comfortable", "some ", "another item", "etc",
-	"no longer need", "one of the"}
+	"no longer need", "one of the", "a new name"}
 
 var vagueRe = regexp.MustCompile(`(?i)\b(` + strings.Join(func() []string {
 	var out []string
@@ -66,8 +66,9 @@ func reviewBuiltin(c *Candidate) []Issue {
 		return out
 	}
 	corpus := ins + "\n" + setupText(c.Setup)
-	g := newGrounding(corpus)
 	files := setupFiles(c.Setup)
+	g := newGrounding(corpus)
+	g.derived = derivedNumbers(ins, files)
 	for i, cr := range crits {
 		res := cr.Result
 		if res != nil && res.Path != "" && !g.path(res.Path) {
@@ -243,8 +244,9 @@ func formulaGrounded(f, ins, csv string) (bool, string) {
 // grounding answers whether a literal is stated in a corpus (instruction
 // plus setup): as a substring, line by line, or word by word.
 type grounding struct {
-	norm   string
-	tokens map[string]bool
+	norm    string
+	tokens  map[string]bool
+	derived map[string]bool // numbers the instruction asks to compute from a setup sheet
 }
 
 func newGrounding(corpus string) grounding {
@@ -275,24 +277,84 @@ func (g grounding) text(s string) bool {
 		return true
 	}
 	t := tokens(s)
+	// Numbers computed from the setup's sheet stand for themselves.
+	if len(g.derived) > 0 {
+		var rest []string
+		for _, w := range t {
+			if !g.derived[w] {
+				rest = append(rest, w)
+			}
+		}
+		if len(rest) < len(t) && g.seq(strings.Join(rest, " ")) {
+			return true
+		}
+	}
 	if len(t) < 6 {
 		return false
 	}
 	for _, w := range t {
-		if !g.tokens[w] {
+		if !g.tokens[w] && !g.derived[w] {
 			return false
 		}
 	}
 	return true
 }
 
-func (g grounding) number(v float64) bool { return g.seq(sheet.FormatNumber(v)) }
+// derivedNumbers are the aggregates the instruction asks for (by name) over
+// the columns of the sheets the setup creates.
+func derivedNumbers(ins string, files map[string]string) map[string]bool {
+	low := strings.ToLower(ins)
+	var fns []string
+	for fn, words := range formulaWords {
+		if slices.ContainsFunc(words, func(w string) bool { return regexp.MustCompile(`\b` + w + `\b`).MatchString(low) }) {
+			fns = append(fns, fn)
+		}
+	}
+	out := map[string]bool{}
+	if len(fns) == 0 {
+		return out
+	}
+	for p, text := range files {
+		if !strings.HasSuffix(p, ".csv") {
+			continue
+		}
+		sh, err := sheet.ParseCSV(text)
+		if err != nil || sh.Rows() < 2 {
+			continue
+		}
+		for col := 0; col < sh.Cols(); col++ {
+			var nums []float64
+			for r := 1; r < sh.Rows(); r++ {
+				if n, ok := sheet.ParseNumber(sh.Raw(r, col)); ok {
+					nums = append(nums, n)
+				}
+			}
+			if len(nums) == 0 {
+				continue
+			}
+			for _, fn := range fns {
+				if fn == "ROUND" || fn == "ABS" {
+					continue
+				}
+				out[strings.ToLower(sheet.FormatNumber(aggregate(fn, nums)))] = true
+			}
+		}
+	}
+	return out
+}
+
+func (g grounding) number(v float64) bool {
+	return g.seq(sheet.FormatNumber(v)) || g.derived[strings.ToLower(sheet.FormatNumber(v))]
+}
 
 func (g grounding) path(p string) bool {
 	if g.seq(vfs.Short(p)) || g.seq(p) {
 		return true
 	}
 	short := vfs.Short(p)
+	if !g.seq(lastElem(short)) {
+		return false // the name itself must be stated
+	}
 	for _, part := range strings.Split(strings.TrimPrefix(short, "~/"), "/") {
 		for _, t := range tokens(part) {
 			if !g.tokens[t] {

@@ -1,7 +1,6 @@
 package synthesize
 
 import (
-	"embed"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,8 +11,6 @@ import (
 	"strings"
 
 	"github.com/cualake/cualake/pipeline/simdesk"
-	"github.com/cualake/cualake/pipeline/simdesk/judge"
-	"github.com/cualake/cualake/pipeline/simdesk/sheet"
 )
 
 // Doc is one environment knowledge document: what a proposer writes tasks
@@ -29,13 +26,14 @@ type Doc struct {
 	Text string
 }
 
-// Capabilities lists the capability ids the document names in back-quotes
-// ("files.rename"), in order of appearance; the builtin proposer writes
-// tasks for these only.
+// Capabilities lists the capability ids of the document's app it names in
+// back-quotes ("files.rename" in a files document), in order of appearance;
+// the builtin proposer writes tasks for these only (for every capability
+// of the app when there are none).
 func (d Doc) Capabilities() []string {
 	var out []string
 	for _, m := range capRe.FindAllStringSubmatch(d.Text, -1) {
-		if !slices.Contains(out, m[1]) {
+		if strings.HasPrefix(m[1], d.App+".") && !slices.Contains(out, m[1]) {
 			out = append(out, m[1])
 		}
 	}
@@ -44,29 +42,60 @@ func (d Doc) Capabilities() []string {
 
 var capRe = regexp.MustCompile("`([a-z]+\\.[a-z_]+)`")
 
-//go:embed knowledge/*.md
-var knowledgeFS embed.FS
-
-// SimdeskDocs returns the simulator's knowledge documents, one per app: the
-// prose and capability list of each app, followed by a reference generated
-// from the simulator itself (setup step types, judge getters and metrics,
-// the settings catalogue, formula functions), so the reference never drifts
-// from what the rule validator accepts.
-//
-// The simulator package has no knowledge accessor yet; these documents live
-// here until it does.
+// SimdeskDocs returns the simulator's knowledge documents, one per app
+// (simdesk.Knowledge: what the app can do, its menus, how its tasks are
+// judged, and the generated reference of getters, metrics, setup steps and
+// settings), each followed by the capabilities of the builtin proposer's
+// grammar for that app, so the builtin proposer writes from the document
+// like any other.
 func SimdeskDocs() ([]Doc, error) {
 	var docs []Doc
 	for _, app := range simdesk.Apps() {
-		b, err := knowledgeFS.ReadFile("knowledge/" + app + ".md")
+		text, err := simdesk.Knowledge(app)
 		if err != nil {
-			return nil, fmt.Errorf("synthesize: knowledge document for %s: %w", app, err)
+			return nil, fmt.Errorf("synthesize: %w", err)
 		}
-		d := parseDoc("simdesk:knowledge/"+app+".md", app+".md", string(b))
-		d.Text = strings.TrimRight(d.Text, "\n") + "\n\n" + simdeskReference(app)
-		docs = append(docs, d)
+		var caps strings.Builder
+		caps.WriteString("\n## Task capabilities\n\nKinds of tasks to write for this app:\n\n")
+		for _, c := range capabilityDocs {
+			if strings.HasPrefix(c[0], app+".") {
+				fmt.Fprintf(&caps, "- `%s`: %s\n", c[0], c[1])
+			}
+		}
+		docs = append(docs, Doc{Name: "simdesk:knowledge/" + app + ".md", App: app, Text: strings.TrimRight(text, "\n") + "\n" + caps.String()})
 	}
 	return docs, nil
+}
+
+// capabilityDocs describes each capability of the builtin grammar.
+var capabilityDocs = [][2]string{
+	{"files.mkdir", "create a folder in one of the usual places"},
+	{"files.mkdir_nested", "create a folder inside a new folder"},
+	{"files.newfile", "create an empty file"},
+	{"files.rename", "rename a file, keeping its content"},
+	{"files.delete", "delete one file and leave its neighbours alone"},
+	{"files.move", "move a file from Downloads into another folder"},
+	{"files.copy", "copy a file into another folder, keeping the original"},
+	{"editor.write", "create a new text file with given content"},
+	{"editor.append", "open a file, add a line at the end, save"},
+	{"editor.replace", "replace every occurrence of a word in the open document"},
+	{"editor.fixline", "change one numbered line of a list and save"},
+	{"editor.save", "save unsaved changes of the open document"},
+	{"editor.saveas", "save a copy of the open document under another path"},
+	{"sheet.formula", "enter an aggregate formula below a column and save"},
+	{"sheet.sort", "sort the rows by one column and save"},
+	{"sheet.enter", "type a small table into a new sheet and save it"},
+	{"sheet.edit", "change one value of a table and save"},
+	{"sheet.totals", "add a totals row with a label and SUM formulas"},
+	{"settings.toggle", "turn one switch on or off"},
+	{"settings.choice", "pick an option of a dropdown"},
+	{"settings.text", "type a value into a text setting"},
+	{"settings.slider", "set a slider to a percentage"},
+	{"settings.multi", "change two to four settings on different pages"},
+	{"mail.send", "send a message with a given recipient, subject and body"},
+	{"mail.reply", "reply to an inbox message with a given text"},
+	{"mail.attach", "send a file as an attachment"},
+	{"mail.cc", "send a message with a Cc recipient"},
 }
 
 // LoadDocs reads every Markdown file under dir (sorted by path), for
@@ -115,45 +144,4 @@ func parseDoc(name, file, text string) Doc {
 		}
 	}
 	return d
-}
-
-// simdeskReference is the generated part of a simulator document.
-func simdeskReference(app string) string {
-	var b strings.Builder
-	b.WriteString("## Reference (generated from the simulator)\n\n")
-	b.WriteString("Paths: `~` is /home/user; the home folder starts with Desktop, Documents, Downloads and Pictures.\n\n")
-	b.WriteString("### Setup step types\n\nA setup is a JSON list of `{\"type\": ..., \"parameters\": {...}}`. Declarative types only:\n\n")
-	for _, st := range simdesk.SetupTypes() {
-		if !allowedSetup[st[0]] {
-			continue
-		}
-		fmt.Fprintf(&b, "- `%s`: %s\n", st[0], st[1])
-	}
-	b.WriteString("\n### Judge getters\n\n")
-	for _, g := range strings.Split(judge.GetterNames(), ", ") {
-		fmt.Fprintf(&b, "- %s\n", judge.GetterDoc(g))
-	}
-	b.WriteString("\n### Judge metrics\n\n")
-	for _, m := range strings.Split(judge.MetricNames(), ", ") {
-		fmt.Fprintf(&b, "- `%s`: %s\n", m, judge.MetricDoc(m))
-	}
-	b.WriteString("\nA judge is `{\"func\": metric, \"result\": getter, \"expected\": {\"type\": \"rule\", \"rules\": {\"expected\": value}}, \"options\": {...}}`, " +
-		"or lists of each with `\"conj\": \"and\"`.\n")
-	switch app {
-	case "settings":
-		b.WriteString("\n### Settings catalogue (key: label, kind, default, options)\n\n")
-		for _, p := range simdesk.Pages {
-			fmt.Fprintf(&b, "%s page:\n", p.Title)
-			for _, s := range p.Settings {
-				opts := ""
-				if len(s.Options) > 0 {
-					opts = " [" + strings.Join(s.Options, ", ") + "]"
-				}
-				fmt.Fprintf(&b, "- `%s`: %q, %s, default %q%s\n", s.Key, s.Label, s.Kind, s.Default, opts)
-			}
-		}
-	case "sheet":
-		fmt.Fprintf(&b, "\nFormula functions: %s.\n", strings.Join(sheet.Functions, ", "))
-	}
-	return b.String()
 }

@@ -349,6 +349,7 @@ func (s *schema) JSON() map[string]any {
 	return m
 }
 
+// String renders the schema as indented JSON Schema.
 func (s *schema) String() string {
 	b, _ := json.MarshalIndent(s.JSON(), "", "  ")
 	return string(b)

@@ -39,18 +39,18 @@ type proposeRequest struct {
 	avoid []string // instructions already in the pool for the doc's app
 }
 
-// Proposer writes candidate tasks from a knowledge document.
-type Proposer interface {
+// proposerRole writes candidate tasks from a knowledge document.
+type proposerRole interface {
 	propose(ctx context.Context, req proposeRequest) ([]*Candidate, Cost, error)
 }
 
-// Judger reviews instruction and judge together; no issues means accept.
-type Judger interface {
+// judgerRole reviews instruction and judge together; no issues means accept.
+type judgerRole interface {
 	review(ctx context.Context, c *Candidate) ([]Issue, string, Cost, error)
 }
 
-// Fixer repairs a rejected candidate; a nil candidate means it could not.
-type Fixer interface {
+// fixerRole repairs a rejected candidate; a nil candidate means it could not.
+type fixerRole interface {
 	fix(ctx context.Context, w *worker, c *Candidate, issues []Issue, seed int64) (*Candidate, []string, Cost, error)
 }
 
@@ -64,6 +64,16 @@ func (p builtinProposer) propose(_ context.Context, req proposeRequest) ([]*Cand
 		if _, ok := grammar[id]; ok {
 			caps = append(caps, id)
 		}
+	}
+	if len(caps) == 0 {
+		// A document that names no capability: everything the grammar
+		// knows for its app.
+		for id := range grammar {
+			if strings.HasPrefix(id, req.doc.App+".") {
+				caps = append(caps, id)
+			}
+		}
+		slices.Sort(caps)
 	}
 	if len(caps) == 0 {
 		return nil, Cost{}, fmt.Errorf("synthesize: document %s names no capability the builtin proposer knows (want ids like `files.rename`); use --proposer openai for it", req.doc.Name)
@@ -237,13 +247,10 @@ func jsonText(v any) string {
 }
 
 // roleContext is what the judger and fixer are shown besides the task: the
-// reference part of the app's document.
+// app's knowledge document.
 func roleContext(docs map[string]Doc, app string) string {
 	if d, ok := docs[app]; ok {
-		if _, ref, ok := strings.Cut(d.Text, "## Reference"); ok {
-			return "## Reference" + ref
-		}
-		return d.Text
+		return "Knowledge document " + d.Name + ":\n\n" + d.Text
 	}
 	return ""
 }

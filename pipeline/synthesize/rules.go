@@ -1,7 +1,6 @@
 package synthesize
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -123,6 +122,12 @@ func validateRules(d *simdesk.Desktop, c *Candidate) []Issue {
 	out = append(out, checkPaths(d, c, j)...)
 	out = append(out, checkCells(d, j)...)
 	out = append(out, checkSettings(j)...)
+	if len(out) == 0 {
+		// The simulator's own static check (apps and settings a judge names).
+		if err := simdesk.CheckTask(c.task("candidate")); err != nil {
+			add(codeBadArgument, -1, "", "", "", "%v", err)
+		}
+	}
 	return out
 }
 
@@ -294,5 +299,3 @@ func settingProblem(def *simdesk.SettingDef, v string) string {
 	}
 	return ""
 }
-
-var errNoJudge = errors.New("no judge")

@@ -130,9 +130,9 @@ func (p Params) withDefaults() Params {
 }
 
 func (p Params) check() error {
-	for name, b := range map[string]string{RoleProposer: p.Proposer, RoleJudger: p.Judger, RoleChecker: p.Checker, RoleFixer: p.Fixer} {
-		if b != BackendBuiltin && b != BackendOpenAI {
-			return fmt.Errorf("synthesize: %s backend %q: want builtin or openai", name, b)
+	for _, r := range [][2]string{{RoleProposer, p.Proposer}, {RoleJudger, p.Judger}, {RoleChecker, p.Checker}, {RoleFixer, p.Fixer}} {
+		if r[1] != BackendBuiltin && r[1] != BackendOpenAI {
+			return fmt.Errorf("synthesize: %s backend %q: want builtin or openai", r[0], r[1])
 		}
 	}
 	for _, w := range p.Without {
@@ -252,10 +252,10 @@ type stage struct {
 	in       Input
 	docs     []Doc
 	docByApp map[string]Doc
-	proposer Proposer
-	judger   Judger
-	checker  Checker
-	fixer    Fixer
+	proposer proposerRole
+	judger   judgerRole
+	checker  checkerRole
+	fixer    fixerRole
 	without  map[string]bool
 	config   string
 	runTag   string
@@ -267,9 +267,9 @@ type stage struct {
 	specs     map[string]string
 	seenInstr map[string]string
 	seenSpecs map[string]string
-	taskIDs  map[string]bool
-	counters map[string]int
-	poolByID map[string]schemas.Task
+	taskIDs   map[string]bool
+	counters  map[string]int
+	poolByID  map[string]schemas.Task
 
 	mu    sync.Mutex
 	roleT map[string]time.Duration
@@ -514,7 +514,7 @@ func (s *stage) time(role string, since time.Time) {
 // tasks still missing at the acceptance rate so far. It depends on counts
 // only, never on timing, so runs are reproducible.
 func (s *stage) waveSize(accepted, candidates int) int {
-	rate := 0.5
+	rate := 0.9
 	if candidates >= 6 {
 		rate = math.Max(0.15, float64(accepted)/float64(candidates))
 	}
@@ -540,7 +540,8 @@ func (s *stage) runDocs(ctx context.Context) ([]*item, error) {
 		calls := (s.waveSize(accepted, len(all)) + s.p.PerCall - 1) / s.p.PerCall
 		reqs := make([]proposeRequest, calls)
 		for k := range reqs {
-			d := s.docs[(call+k)%len(s.docs)]
+			// The seed picks the first document, so small counts still vary.
+			d := s.docs[(call+k+int(uint64(s.p.Seed)%uint64(len(s.docs))))%len(s.docs)]
 			reqs[k] = proposeRequest{doc: d, call: call + k, n: s.p.PerCall, seed: hash64(strconv.FormatInt(s.p.Seed, 10), d.Name, strconv.Itoa(call+k)), avoid: avoid[d.App]}
 		}
 		call += calls

@@ -22,8 +22,8 @@ type TrajectorySummary struct {
 	SplitTasks        int            `json:"split_tasks"`     // failed tasks split into sub-tasks
 	SplitCandidates   int            `json:"split_candidates"`
 	ComposeCandidates int            `json:"compose_candidates"`
-	Skipped           map[string]int `json:"skipped,omitempty"` // tasks left out, by reason
-	Deviations        []Deviation    `json:"deviations,omitempty"`
+	Skipped           map[string]int `json:"skipped,omitempty"`    // tasks left out, by reason
+	Deviations        []Deviation    `json:"deviations,omitempty"` // the first 50
 }
 
 // Deviation is where a failed trajectory left the goal.
@@ -322,7 +322,9 @@ func trajectoryCandidates(ctx context.Context, pool []schemas.Task, trajs []sche
 			continue
 		}
 		sum.SplitTasks++
-		sum.Deviations = append(sum.Deviations, *dev)
+		if len(sum.Deviations) < 50 {
+			sum.Deviations = append(sum.Deviations, *dev)
+		}
 		splits = append(splits, cs...)
 	}
 	comps := composeTasks(byID, succeeded, p.Seed)
@@ -365,7 +367,9 @@ func splitTask(sim *simdesk.Sim, task schemas.Task, failed []schemas.Trajectory,
 	sort.Slice(failed, func(a, b int) bool { return failed[a].TrajectoryID < failed[b].TrajectoryID })
 	for _, tr := range failed {
 		st := actions[tr.TrajectoryID]
-		sort.Slice(st, func(a, b int) bool { return st[a].Step < st[b].Step || (st[a].Step == st[b].Step && st[a].Sub < st[b].Sub) })
+		sort.Slice(st, func(a, b int) bool {
+			return st[a].Step < st[b].Step || (st[a].Step == st[b].Step && st[a].Sub < st[b].Sub)
+		})
 		acts := make([]schemas.Action, len(st))
 		for i := range st {
 			acts[i] = st[i].ActionOf()
