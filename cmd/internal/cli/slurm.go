@@ -96,10 +96,11 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// shardableCommand reports whether a command takes --shard.
+// shardableCommand reports whether a command takes --shard and can be
+// sharded (sample and train take the flag only to refuse it).
 func shardableCommand(path []string) bool {
 	c := findCommand(path)
-	if c == nil {
+	if c == nil || len(path) == 0 || shard.CheckShardable(path[0], shard.Spec{Index: 0, Count: 2}) != nil {
 		return false
 	}
 	for _, f := range c.Flags {
