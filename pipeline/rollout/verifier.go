@@ -15,9 +15,10 @@ type Verifier interface {
 }
 
 // ApplyVerifier runs v on ep and records its verdicts. With reward
-// "verifier" the first verification's schedule reward becomes the
-// trajectory's reward; with "both" the executable judge stays the reward
-// and the verdicts are recorded beside it.
+// "verifier" the agent is rewarded 1 when the first verification's verdict
+// is success and 0 otherwise (VeriCUA: the schedule reward in the table
+// scores the verifier, not the agent); with "both" the executable judge
+// stays the reward and the verdicts are recorded beside it.
 func ApplyVerifier(ctx context.Context, v Verifier, reward string, ep *Episode) error {
 	if ep.Trajectory.Outcome == schemas.OutcomeError {
 		return nil // nothing to verify: the episode never finished
@@ -30,7 +31,10 @@ func ApplyVerifier(ctx context.Context, v Verifier, reward string, ep *Episode) 
 	ep.Verifications = append(ep.Verifications, rows...)
 	ep.Blobs = append(ep.Blobs, blobs...)
 	if reward == "verifier" && len(rows) > 0 {
-		ep.Trajectory.Reward = rows[0].Reward
+		ep.Trajectory.Reward = 0
+		if rows[0].Verdict == "success" {
+			ep.Trajectory.Reward = 1
+		}
 	}
 	return nil
 }

@@ -62,14 +62,16 @@ func NewInput(task schemas.Task, traj schemas.Trajectory, steps []schemas.Step, 
 		}
 		var png []byte
 		if st.Observation != "" {
+			if sc != nil {
+				sc.Screenshot = st.Observation
+			}
+			// A nil blob means the caller did not load screenshot bytes
+			// (the builtin Judge reads trees only).
 			b, err := blob(st.Observation)
 			if err != nil {
 				return nil, fmt.Errorf("trajectory %s step %d: screenshot: %w", traj.TrajectoryID, st.Step, err)
 			}
 			png = b
-			if sc != nil {
-				sc.Screenshot = st.Observation
-			}
 		}
 		in.Screens = append(in.Screens, sc)
 		in.Images = append(in.Images, png)
@@ -142,8 +144,7 @@ func (in *Input) pressedSave() bool {
 	return saved
 }
 
-// last returns the newest readable screen and how far back it is (0 for the
-// final one), or nil.
+// screens returns the recorded screens newest first.
 func (in *Input) screens() []*Screen {
 	out := make([]*Screen, 0, len(in.Screens))
 	for i := len(in.Screens) - 1; i >= 0; i-- {

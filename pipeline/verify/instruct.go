@@ -24,38 +24,37 @@ var (
 	// end of a path: a space, a quote, a colon or period before space or end
 	rxPathEnd = `(?:[.:,]?(?:\s|$|"))`
 
-	reCreateExact  = regexp.MustCompile(`(?s)create ` + rxPath + ` containing exactly this text:\n(.+)$`)
-	reOneLine      = regexp.MustCompile(`write a text file ` + rxPath + ` containing one line: "([^"]*)"`)
-	reWithContent  = regexp.MustCompile(`(?s)file ` + rxPath + ` with this content:\n(.+?)\n\n`)
-	reAddLine      = regexp.MustCompile(`Open ` + rxPath + ` in the text editor, add the line "([^"]*)"`)
-	reChangeLine   = regexp.MustCompile(`Edit ` + rxPath + `: change line \d+ to read "([^"]*)"`)
-	reReplace      = regexp.MustCompile(`replace every occurrence of "([^"]*)" with "([^"]*)"`)
-	reUnsaved      = regexp.MustCompile(`(?i)open document has unsaved changes`)
-	reSaveCopy     = regexp.MustCompile(`Save a copy of the open document as ` + rxPath + rxPathEnd)
-	reNewFolder    = regexp.MustCompile(`(?i)folder named "([^"]+)" (?:in|inside) (?:your |the )?(\w+)(?: folder)?`)
-	reEmptyFile    = regexp.MustCompile(`(?i)create an empty file called "([^"]+)" in (?:your |the )?(\w+)`)
-	reRename       = regexp.MustCompile(`In the (\w+) folder, rename "([^"]+)" to "([^"]+)"`)
-	reDelete       = regexp.MustCompile(`Delete the file "([^"]+)" from the (\w+) folder`)
-	reMoveInside   = regexp.MustCompile(`Move "([^"]+)" from (\w+) into the (\w+) folder inside (\w+)`)
-	reMove         = regexp.MustCompile(`Move "([^"]+)" from (\w+) into the (\w+) folder`)
-	reMoveEvery    = regexp.MustCompile(`move every (\.\w+) file from (\w+) into it`)
-	reFormula      = regexp.MustCompile(`Open ` + rxPath + ` and, in cell ([A-Z]+\d+), enter a formula that computes the (\w+) of .*?\(([A-Z]+\d+:[A-Z]+\d+)\)`)
-	reSort         = regexp.MustCompile(`Sort the rows of ` + rxPath + ` by the (\w+) column in (ascending|descending) order`)
-	reNewSheet     = regexp.MustCompile(`(?s)save it as ` + rxPath + `:\n(.+)$`)
-	reChangeCell   = regexp.MustCompile(`In ` + rxPath + `, change the (\w+) of (\w+) to ([^\s]+?) and save`)
-	reTotals       = regexp.MustCompile(`Open ` + rxPath + ` and add a totals row.*?put the word (\w+) in ([A-Z]+\d+) and (\w+) formulas for .*? in ([A-Z]+\d+) and ([A-Z]+\d+)`)
-	reToggle       = regexp.MustCompile(`(Turn on|Turn off) "([^"]+)" in the (\w+) settings`)
-	reSetIn        = regexp.MustCompile(`In Settings > (\w+), set "([^"]+)" to (.+?)\.$`)
-	reSetText      = regexp.MustCompile(`Set "([^"]+)" in the (\w+) settings to (.+?)\.$`)
-	reSetSlider    = regexp.MustCompile(`Set "([^"]+)" \((\w+) settings\) to (\d+)%`)
-	reChangeList   = regexp.MustCompile(`Change these settings: (.+)\.$`)
-	reSend         = regexp.MustCompile(`Send an email to (\S+@\S+?) with the subject "([^"]*)" and the body "([^"]*)"`)
-	reReply        = regexp.MustCompile(`Reply to the email from .+? about "([^"]*)" with the text "([^"]*)"`)
-	reAttach       = regexp.MustCompile(`Email the file ` + rxPath + ` to (\S+@\S+?) as an attachment, with the subject "([^"]*)"`)
-	reCc           = regexp.MustCompile(`(?s)Write an email to (\S+@\S+?), with (\S+@\S+?) in Cc, subject "([^"]*)", and this body:\n(.+?)\nThen send it`)
-	reEmailIt      = regexp.MustCompile(`email it as an attachment to (\S+@\S+?) with the subject "([^"]*)"`)
-	reSaveMention  = regexp.MustCompile(`(?i)\bsave\b`)
-	reSettingsWord = regexp.MustCompile(`(?i)\bsettings?\b`)
+	reCreateExact = regexp.MustCompile(`(?s)create ` + rxPath + ` containing exactly this text:\n(.+)$`)
+	reOneLine     = regexp.MustCompile(`write a text file ` + rxPath + ` containing one line: "([^"]*)"`)
+	reWithContent = regexp.MustCompile(`(?s)file ` + rxPath + ` with this content:\n(.+?)\n\n`)
+	reAddLine     = regexp.MustCompile(`Open ` + rxPath + ` in the text editor, add the line "([^"]*)"`)
+	reChangeLine  = regexp.MustCompile(`Edit ` + rxPath + `: change line \d+ to read "([^"]*)"`)
+	reReplace     = regexp.MustCompile(`replace every occurrence of "([^"]*)" with "([^"]*)"`)
+	reUnsaved     = regexp.MustCompile(`(?i)open document has unsaved changes`)
+	reSaveCopy    = regexp.MustCompile(`Save a copy of the open document as ` + rxPath + rxPathEnd)
+	reNewFolder   = regexp.MustCompile(`(?i)folder named "([^"]+)" (?:in|inside) (?:your |the )?(\w+)(?: folder)?`)
+	reEmptyFile   = regexp.MustCompile(`(?i)create an empty file called "([^"]+)" in (?:your |the )?(\w+)`)
+	reRename      = regexp.MustCompile(`In the (\w+) folder, rename "([^"]+)" to "([^"]+)"`)
+	reDelete      = regexp.MustCompile(`Delete the file "([^"]+)" from the (\w+) folder`)
+	reMoveInside  = regexp.MustCompile(`Move "([^"]+)" from (\w+) into the (\w+) folder inside (\w+)`)
+	reMove        = regexp.MustCompile(`Move "([^"]+)" from (\w+) into the (\w+) folder`)
+	reMoveEvery   = regexp.MustCompile(`move every (\.\w+) file from (\w+) into it`)
+	reFormula     = regexp.MustCompile(`Open ` + rxPath + ` and, in cell ([A-Z]+\d+), enter a formula that computes the (\w+) of .*?\(([A-Z]+\d+:[A-Z]+\d+)\)`)
+	reSort        = regexp.MustCompile(`Sort the rows of ` + rxPath + ` by the (\w+) column in (ascending|descending) order`)
+	reNewSheet    = regexp.MustCompile(`(?s)save it as ` + rxPath + `:\n(.+)$`)
+	reChangeCell  = regexp.MustCompile(`In ` + rxPath + `, change the (\w+) of (\w+) to ([^\s]+?) and save`)
+	reTotals      = regexp.MustCompile(`Open ` + rxPath + ` and add a totals row.*?put the word (\w+) in ([A-Z]+\d+) and (\w+) formulas for .*? in ([A-Z]+\d+) and ([A-Z]+\d+)`)
+	reToggle      = regexp.MustCompile(`(Turn on|Turn off) "([^"]+)" in the (\w+) settings`)
+	reSetIn       = regexp.MustCompile(`In Settings > (\w+), set "([^"]+)" to (.+?)\.$`)
+	reSetText     = regexp.MustCompile(`Set "([^"]+)" in the (\w+) settings to (.+?)\.$`)
+	reSetSlider   = regexp.MustCompile(`Set "([^"]+)" \((\w+) settings\) to (\d+)%`)
+	reChangeList  = regexp.MustCompile(`Change these settings: (.+)\.$`)
+	reSend        = regexp.MustCompile(`Send an email to (\S+@\S+?) with the subject "([^"]*)" and the body "([^"]*)"`)
+	reReply       = regexp.MustCompile(`Reply to the email from .+? about "([^"]*)" with the text "([^"]*)"`)
+	reAttach      = regexp.MustCompile(`Email the file ` + rxPath + ` to (\S+@\S+?) as an attachment, with the subject "([^"]*)"`)
+	reCc          = regexp.MustCompile(`(?s)Write an email to (\S+@\S+?), with (\S+@\S+?) in Cc, subject "([^"]*)", and this body:\n(.+?)\nThen send it`)
+	reEmailIt     = regexp.MustCompile(`email it as an attachment to (\S+@\S+?) with the subject "([^"]*)"`)
+	reSaveMention = regexp.MustCompile(`(?i)\bsave\b`)
 )
 
 // placeDir resolves "Documents", "your Desktop", "Home" to a folder.
@@ -203,10 +202,11 @@ func settingByLabel(label, page string) *simdesk.SettingDef {
 // settingValue turns what an instruction says ("on", "Deutsch", "15%")
 // into the setting's stored text.
 func settingValue(def *simdesk.SettingDef, v string) string {
-	v = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "%"))
+	v = strings.TrimSpace(v)
+	bare := strings.TrimSpace(strings.TrimSuffix(v, "%"))
 	switch def.Kind {
 	case simdesk.KindToggle:
-		switch strings.ToLower(v) {
+		switch strings.ToLower(bare) {
 		case "on", "true", "enabled":
 			return "true"
 		case "off", "false", "disabled":
@@ -214,10 +214,12 @@ func settingValue(def *simdesk.SettingDef, v string) string {
 		}
 	case simdesk.KindChoice:
 		for _, o := range def.Options {
-			if strings.EqualFold(o, v) {
+			if strings.EqualFold(o, v) || strings.EqualFold(strings.TrimSuffix(o, "%"), bare) {
 				return o
 			}
 		}
+	case simdesk.KindSlider:
+		return bare
 	}
 	return v
 }
@@ -418,6 +420,3 @@ func writeSettings(w *criteriaWriter, ins string) {
 		}
 	}
 }
-
-// mentionsSettings reports whether an instruction is about settings.
-func mentionsSettings(ins string) bool { return reSettingsWord.MatchString(ins) }

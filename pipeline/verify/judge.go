@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"math/rand/v2"
+	"sort"
 
 	"github.com/cualake/cualake/pipeline/simdesk/action"
 	"github.com/cualake/cualake/schemas"
@@ -40,8 +41,10 @@ type Judge interface {
 // BuiltinJudge is the rule-based Judge of the simulator driven by a
 // Strategy: it writes criteria from the instruction (WriteCriteria),
 // reads the last screens and the action history (assess), and lets the
-// strategy choose whether to probe, what to check first and whether to
-// guess. With a nil Rand its choices are greedy.
+// strategy choose, for each criterion the final screen did not settle,
+// whether the Probe checks it or its lean is accepted, and, when no Probe
+// round is left, whether to guess or stay uncertain. With a nil Rand its
+// choices are greedy.
 type BuiltinJudge struct {
 	Strategy *Strategy
 	Rand     *rand.Rand
@@ -59,49 +62,61 @@ func (j *BuiltinJudge) Judge(_ context.Context, req *JudgeRequest) (*Judgment, e
 		// the builtin Judge has no grounds to override them.
 		cs = cloneCriteria(req.Criteria)
 	}
-	ch := &chooser{s: j.Strategy, rng: j.Rand}
-	out := &Judgment{Criteria: cs, Status: Overall(Statuses(cs))}
+	ch := &chooser{rng: j.Rand}
+	out := &Judgment{Criteria: cs}
 	defer func() { out.decisions = ch.decisions }()
+	var uncertain []int
+	for i := range cs {
+		if cs[i].Status == Uncertain {
+			uncertain = append(uncertain, i)
+		}
+	}
+	if Overall(Statuses(cs)) == Failure {
+		uncertain = nil // one failure settles the verdict: nothing left to choose
+	}
+	xs := make([][]float64, len(cs))
+	for _, i := range uncertain {
+		xs[i] = criterionFeatures(req.In, cs, i, req.Round)
+	}
+	probing := req.CanProbe && j.Strategy.Probe
+	var checks []int
+	for _, i := range uncertain {
+		switch {
+		case probing && ch.binary(decCheck, j.Strategy.Check, xs[i]):
+			checks = append(checks, i)
+		case probing || ch.binary(decGuess, j.Strategy.Guess, xs[i]):
+			resolve(&cs[i], req.In.Claim)
+		}
+	}
+	if len(checks) > 0 && Overall(Statuses(cs)) != Failure {
+		// Highest check score first: the criterion the policy most wants
+		// evidence for.
+		sort.SliceStable(checks, func(a, b int) bool {
+			return dot(j.Strategy.Check, xs[checks[a]]) > dot(j.Strategy.Check, xs[checks[b]])
+		})
+		out.Order, out.Probe = checks, true
+	}
+	out.Status = Overall(Statuses(cs))
 	if out.Status != Uncertain {
-		return out, nil
-	}
-	x := stateFeatures(req.In, cs, req.Round)
-	if req.CanProbe && j.Strategy.Probe && ch.binary(decStop, j.Strategy.Stop, x) {
-		var idx []int
-		var xs [][]float64
-		for i := range cs {
-			if cs[i].Status == Uncertain {
-				idx = append(idx, i)
-				xs = append(xs, checkFeatures(cs, i))
-			}
-		}
-		for _, k := range ch.order(xs) {
-			out.Order = append(out.Order, idx[k])
-		}
-		out.Probe = true
-		return out, nil
-	}
-	if ch.binary(decGuess, j.Strategy.Guess, x) {
-		for i := range cs {
-			c := &cs[i]
-			if c.Status != Uncertain {
-				continue
-			}
-			switch {
-			case c.lean > 0:
-				c.Status = Success
-			case c.lean < 0:
-				c.Status = Failure
-			case req.In.Claim == action.Done:
-				c.Status = Success
-			default:
-				c.Status = Failure
-			}
-			c.Note = "guessed from " + leanName(c) + "; " + c.Note
-		}
-		out.Status = Overall(Statuses(cs))
+		out.Probe, out.Order = false, nil
 	}
 	return out, nil
+}
+
+// resolve settles an uncertain criterion from its lean, else from how the
+// agent ended.
+func resolve(c *Criterion, claim string) {
+	switch {
+	case c.lean > 0:
+		c.Status = Success
+	case c.lean < 0:
+		c.Status = Failure
+	case claim == action.Done:
+		c.Status = Success
+	default:
+		c.Status = Failure
+	}
+	c.Note = "accepted from " + leanName(c) + "; " + c.Note
 }
 
 func leanName(c *Criterion) string {

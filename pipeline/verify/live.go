@@ -98,29 +98,36 @@ func (l *Live) PNG() ([]byte, error) {
 
 // ContentDigest hashes the document state a Probe must never change:
 // files, setting values (and a setting being edited), mail (inbox, sent,
-// a draft), the editor's and the sheet's documents with their unsaved
-// edits, and the clipboards. Window layout, pages, scroll positions and
-// selections are left out: looking around changes them by design.
+// a draft), the editor's and the sheet's unsaved documents, and the
+// clipboards. Window layout, pages, scroll positions, selections and which
+// saved file an app shows are left out: looking around changes them by
+// design, and a document without unsaved changes is the file on disk.
 func ContentDigest(d *simdesk.Desktop) string {
 	s := &d.S
+	type doc struct {
+		Path  string
+		Lines []string
+		Data  any
+	}
+	var editor, sheet *doc
+	if s.Editor.Dirty {
+		editor = &doc{Path: s.Editor.Path, Lines: s.Editor.Buf.Lines}
+	}
+	if s.Sheet.Dirty || s.Sheet.Edit != nil {
+		sheet = &doc{Path: s.Sheet.Path, Data: s.Sheet.Data}
+	}
 	v := struct {
 		FS             any
 		Settings, Edit any
 		Inbox, Sent    any
 		Compose        any
-		EditorPath     string
-		EditorLines    []string
-		EditorDirty    bool
-		SheetPath      string
-		SheetData      any
-		SheetDirty     bool
+		Editor, Sheet  *doc
 		SheetEdit      any
 		Clipboard      string
 		FilesClip      string
 		FilesClipCut   bool
 	}{s.FS, s.Settings.Values, s.Settings.Edit, s.Mail.Inbox, s.Mail.Sent, s.Mail.Compose,
-		s.Editor.Path, s.Editor.Buf.Lines, s.Editor.Dirty, s.Sheet.Path, s.Sheet.Data, s.Sheet.Dirty, s.Sheet.Edit,
-		s.Clipboard, s.Files.Clip, s.Files.ClipCut}
+		editor, sheet, s.Sheet.Edit, s.Clipboard, s.Files.Clip, s.Files.ClipCut}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return "unmarshallable:" + err.Error()
@@ -143,10 +150,6 @@ func (l *Live) Act(a schemas.Action) (string, error) {
 	s, err := ParseScreen(l.d.Tree())
 	if err != nil {
 		return "", err
-	}
-	if tracing {
-		txt, _ := action.Format(a)
-		fmt.Println("  probe:", txt, "top=", s.Top())
 	}
 	if why := refuse(s, a); why != "" {
 		l.refuse(why)
@@ -176,8 +179,6 @@ func (l *Live) refuse(why string) {
 	l.refusals = append(l.refusals, why)
 }
 
-// gridOf maps a node's centre to the action grid (the tree already holds
-// it there).
+// clickAt aims a pointer action at a node's centre (the tree holds it on
+// the action grid already).
 func clickAt(kind string, n *Node) schemas.Action { return action.At(kind, n.Center[0], n.Center[1]) }
-
-var tracing bool

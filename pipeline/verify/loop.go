@@ -97,7 +97,6 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Attempt, error) {
 	}
 	if live != nil {
 		att.ProbeSteps, att.Refused = live.Steps(), live.Refused()
-		att.ProbeTokens += live.Tokens()
 	}
 	return att, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 
 	"github.com/cualake/cualake/pipeline/simdesk/action"
 )
@@ -25,46 +24,53 @@ const (
 	DefaultStepsPerRound = 15
 )
 
-// StateFeatures name the inputs of the builtin Judge's stop and guess
-// choices, computed over the criteria still uncertain when it decides.
-var StateFeatures = []string{
-	"bias", "uncertain_share",
-	"uncertain_files", "uncertain_content", "uncertain_saved", "uncertain_setting",
-	"uncertain_mail", "uncertain_sheet", "uncertain_claim", "uncertain_generic",
-	"lean_stale_share", "lean_history_share", "lean_none_share", "lean_failure_share",
-	"claim_done", "claim_fail", "claim_none", "after_probe", "tried_share",
-}
+// leanTypes are the kinds of tentative evidence an uncertain criterion can
+// have, in feature order.
+var leanTypes = []string{"stale_success", "stale_failure", "history_success", "history_failure", "none"}
 
-// CheckFeatures name the inputs of the choice of which uncertain criterion
-// the Probe checks first.
-var CheckFeatures = []string{
-	"files", "content", "saved", "setting", "mail", "sheet", "claim", "generic",
-	"lean_stale", "lean_history", "lean_none", "lean_failure", "position", "tried",
-}
+// interactionGroups are the kind groups whose stale and history leans get a
+// feature of their own (how much a lean is worth depends on the kind).
+var interactionGroups = []string{"files", "content", "saved", "setting", "mail", "sheet", "claim"}
+
+// CriterionFeatures name the inputs of the builtin Judge's choices about
+// one uncertain criterion.
+var CriterionFeatures = func() []string {
+	f := []string{"bias"}
+	for _, g := range kindGroups {
+		f = append(f, "kind_"+g.name)
+	}
+	for _, l := range leanTypes {
+		f = append(f, "lean_"+l)
+	}
+	for _, g := range interactionGroups {
+		f = append(f, g+"_stale_success", g+"_history_success")
+	}
+	return append(f, "claim_done", "claim_fail", "claim_none", "after_probe", "tried", "uncertain_share")
+}()
 
 // Strategy is the builtin Judge's verification strategy: a small
-// parametric policy with three choices. Stop: with criteria uncertain and
-// budget left, probe (p = sigmoid(Stop . x)) or decide now. Guess: when
-// deciding with criteria still uncertain, resolve them from their leans
-// (what earlier screens or the history suggested, else the agent's own
-// ending) or leave the verdict uncertain. Order: which uncertain criterion
-// the Probe checks first (softmax over Order . x_c; the rest follow by
-// score). Passive never probes; the prompted builtin probes whenever
-// something is uncertain, checks in the order written and never guesses;
-// trained weights come from Train.
+// parametric policy over two choices about every criterion it could not
+// settle from the final screen. Check: while a Probe round is available,
+// send the criterion to the Probe (p = sigmoid(Check . x)) or accept its
+// lean (what an earlier screen or the history suggested, else the agent's
+// own ending); the Judge probes when it checks anything, and the Probe
+// takes the checked criteria highest score first, so the same weights
+// decide "probe or decide now" and "which criterion first". Guess: once no
+// round is left, resolve a still uncertain criterion from its lean
+// (p = sigmoid(Guess . x)) or leave it, and the verdict, uncertain.
+// Passive never probes and always guesses; the prompted builtin checks
+// every uncertain criterion and never guesses; trained weights come from
+// Train.
 type Strategy struct {
-	Name          string     `json:"name"`
-	Probe         bool       `json:"probe"`
-	MaxRounds     int        `json:"max_rounds"`
-	StepsPerRound int        `json:"steps_per_round"`
-	StopOnFailure bool       `json:"stop_on_failure"`
-	Window        int        `json:"window"`
-	Stop          []float64  `json:"stop"`
-	Guess         []float64  `json:"guess"`
-	Order         []float64  `json:"order"`
-	StateFeatures []string   `json:"state_features"`
-	CheckFeatures []string   `json:"check_features"`
-	Trained       *TrainInfo `json:"trained,omitempty"`
+	Name              string     `json:"name"`
+	Probe             bool       `json:"probe"`
+	MaxRounds         int        `json:"max_rounds"`
+	StepsPerRound     int        `json:"steps_per_round"`
+	StopOnFailure     bool       `json:"stop_on_failure"`
+	Check             []float64  `json:"check"`
+	Guess             []float64  `json:"guess"`
+	CriterionFeatures []string   `json:"criterion_features"`
+	Trained           *TrainInfo `json:"trained,omitempty"`
 }
 
 // TrainInfo records how a strategy was learned.
@@ -86,18 +92,14 @@ func weights(n int, set map[int]float64) []float64 {
 	return w
 }
 
-// checkPosition is the index of "position" in CheckFeatures.
-const checkPosition = 12
-
-// Builtin is the prompted, untrained strategy: probe whenever a criterion
-// is uncertain, check criteria in the order written, never guess.
+// Builtin is the prompted, untrained strategy: check every uncertain
+// criterion, never guess.
 func Builtin() *Strategy {
 	return &Strategy{Name: StrategyBuiltin, Probe: true, MaxRounds: DefaultMaxRounds, StepsPerRound: DefaultStepsPerRound,
-		StopOnFailure: true, Window: DefaultWindow,
-		Stop:          weights(len(StateFeatures), map[int]float64{0: 2}),
-		Guess:         weights(len(StateFeatures), map[int]float64{0: -2}),
-		Order:         weights(len(CheckFeatures), map[int]float64{checkPosition: -2}),
-		StateFeatures: StateFeatures, CheckFeatures: CheckFeatures}
+		StopOnFailure:     true,
+		Check:             weights(len(CriterionFeatures), map[int]float64{0: 1}),
+		Guess:             weights(len(CriterionFeatures), map[int]float64{0: -1}),
+		CriterionFeatures: CriterionFeatures}
 }
 
 // Passive is the screenshot-only baseline: no probing, every uncertain
@@ -105,19 +107,18 @@ func Builtin() *Strategy {
 func Passive() *Strategy {
 	s := Builtin()
 	s.Name, s.Probe, s.MaxRounds = StrategyPassive, false, 0
-	s.Stop = weights(len(StateFeatures), map[int]float64{0: -10})
-	s.Guess = weights(len(StateFeatures), map[int]float64{0: 10})
+	s.Check = weights(len(CriterionFeatures), map[int]float64{0: -10})
+	s.Guess = weights(len(CriterionFeatures), map[int]float64{0: 10})
 	return s
 }
 
 // Validate checks a strategy's shape, so a loaded blob cannot index out of
 // range.
 func (s *Strategy) Validate() error {
-	if len(s.Stop) != len(StateFeatures) || len(s.Guess) != len(StateFeatures) || len(s.Order) != len(CheckFeatures) {
-		return fmt.Errorf("strategy %q: %d/%d/%d weights, want %d/%d/%d", s.Name, len(s.Stop), len(s.Guess), len(s.Order),
-			len(StateFeatures), len(StateFeatures), len(CheckFeatures))
+	if len(s.Check) != len(CriterionFeatures) || len(s.Guess) != len(CriterionFeatures) {
+		return fmt.Errorf("strategy %q: %d/%d weights, want %d", s.Name, len(s.Check), len(s.Guess), len(CriterionFeatures))
 	}
-	for _, w := range [][]float64{s.Stop, s.Guess, s.Order} {
+	for _, w := range [][]float64{s.Check, s.Guess} {
 		for _, v := range w {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return fmt.Errorf("strategy %q: a weight is %v", s.Name, v)
@@ -133,9 +134,9 @@ func (s *Strategy) Validate() error {
 // Clone returns a deep copy.
 func (s *Strategy) Clone() *Strategy {
 	c := *s
-	c.Stop = append([]float64(nil), s.Stop...)
+	c.Check = append([]float64(nil), s.Check...)
 	c.Guess = append([]float64(nil), s.Guess...)
-	c.Order = append([]float64(nil), s.Order...)
+	c.CriterionFeatures = append([]string(nil), s.CriterionFeatures...)
 	if s.Trained != nil {
 		t := *s.Trained
 		c.Trained = &t
@@ -161,23 +162,19 @@ func UnmarshalStrategy(b []byte) (*Strategy, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	if s.Window <= 0 {
-		s.Window = DefaultWindow
-	}
 	return &s, nil
 }
 
 // Decision kinds recorded for training.
 const (
-	decStop  = iota // x: one row; a: 1 probe, 0 decide
-	decGuess        // x: one row; a: 1 guess, 0 abstain
-	decOrder        // x: one row per option; a: the option picked first
+	decCheck = iota // a: 1 send to the Probe, 0 accept the lean
+	decGuess        // a: 1 resolve from the lean, 0 leave uncertain
 )
 
 // decision is one choice the policy made, kept for the policy gradient.
 type decision struct {
 	kind int
-	x    [][]float64
+	x    []float64
 	a    int
 }
 
@@ -194,7 +191,6 @@ func dot(w, x []float64) float64 {
 // chooser makes the policy's choices: greedy when rng is nil (evaluation),
 // sampled otherwise (training), recording every choice.
 type chooser struct {
-	s         *Strategy
 	rng       *rand.Rand
 	decisions []decision
 }
@@ -205,7 +201,7 @@ func (c *chooser) binary(kind int, w, x []float64) bool {
 	if c.rng != nil {
 		a = c.rng.Float64() < p
 	}
-	d := decision{kind: kind, x: [][]float64{x}}
+	d := decision{kind: kind, x: x}
 	if a {
 		d.a = 1
 	}
@@ -213,122 +209,61 @@ func (c *chooser) binary(kind int, w, x []float64) bool {
 	return a
 }
 
-// order picks the first option by softmax (greedy: the best score, ties to
-// the earlier one) and orders the rest by score.
-func (c *chooser) order(xs [][]float64) []int {
-	n := len(xs)
-	idx := make([]int, n)
-	scores := make([]float64, n)
-	for i, x := range xs {
-		idx[i], scores[i] = i, dot(c.s.Order, x)
+// leanType names an uncertain criterion's tentative evidence.
+func leanType(c *Criterion) string {
+	switch {
+	case c.lean > 0 && c.leanSrc == LeanStale:
+		return "stale_success"
+	case c.lean < 0 && c.leanSrc == LeanStale:
+		return "stale_failure"
+	case c.lean > 0:
+		return "history_success"
+	case c.lean < 0:
+		return "history_failure"
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return scores[idx[a]] > scores[idx[b]] })
-	if n < 2 {
-		return idx
-	}
-	first := idx[0]
-	if c.rng != nil {
-		p := softmax(scores)
-		u, acc := c.rng.Float64(), 0.0
-		for i, pi := range p {
-			acc += pi
-			if u < acc || i == n-1 {
-				first = i
-				break
+	return "none"
+}
+
+// criterionFeatures describes uncertain criterion i for the policy.
+func criterionFeatures(in *Input, cs []Criterion, i, round int) []float64 {
+	x := make([]float64, len(CriterionFeatures))
+	set := func(name string) {
+		for j, f := range CriterionFeatures {
+			if f == name {
+				x[j] = 1
+				return
 			}
 		}
 	}
-	c.decisions = append(c.decisions, decision{kind: decOrder, x: xs, a: first})
-	out := []int{first}
-	for _, i := range idx {
-		if i != first {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-func softmax(z []float64) []float64 {
-	m := math.Inf(-1)
-	for _, v := range z {
-		m = max(m, v)
-	}
-	out := make([]float64, len(z))
-	sum := 0.0
-	for i, v := range z {
-		out[i] = math.Exp(v - m)
-		sum += out[i]
-	}
-	for i := range out {
-		out[i] /= sum
-	}
-	return out
-}
-
-// stateFeatures describes the uncertain criteria at a decision.
-func stateFeatures(in *Input, cs []Criterion, round int) []float64 {
-	x := make([]float64, len(StateFeatures))
-	x[0] = 1
-	var u []*Criterion
-	for i := range cs {
-		if cs[i].Status == Uncertain {
-			u = append(u, &cs[i])
-		}
-	}
-	if len(cs) > 0 {
-		x[1] = float64(len(u)) / float64(len(cs))
-	}
-	n := float64(max(len(u), 1))
-	for _, c := range u {
-		x[2+kindGroup(c.kind())] = 1
-		switch c.leanSrc {
-		case LeanStale:
-			x[10] += 1 / n
-		case LeanHistory:
-			x[11] += 1 / n
-		default:
-			x[12] += 1 / n
-		}
-		if c.lean < 0 {
-			x[13] += 1 / n
-		}
-		if c.tried {
-			x[18] += 1 / n
-		}
+	c := &cs[i]
+	set("bias")
+	g := kindGroups[kindGroup(c.kind())].name
+	set("kind_" + g)
+	lt := leanType(c)
+	set("lean_" + lt)
+	if lt == "stale_success" || lt == "history_success" {
+		set(g + "_" + lt)
 	}
 	switch in.Claim {
 	case action.Done:
-		x[14] = 1
+		set("claim_done")
 	case action.Fail:
-		x[15] = 1
+		set("claim_fail")
 	default:
-		x[16] = 1
+		set("claim_none")
 	}
 	if round > 0 {
-		x[17] = 1
+		set("after_probe")
 	}
-	return x
-}
-
-// checkFeatures describes one uncertain criterion as a Probe target.
-func checkFeatures(cs []Criterion, i int) []float64 {
-	x := make([]float64, len(CheckFeatures))
-	c := &cs[i]
-	x[kindGroup(c.kind())] = 1
-	switch c.leanSrc {
-	case LeanStale:
-		x[8] = 1
-	case LeanHistory:
-		x[9] = 1
-	default:
-		x[10] = 1
-	}
-	if c.lean < 0 {
-		x[11] = 1
-	}
-	x[12] = float64(i) / float64(max(len(cs), 1))
 	if c.tried {
-		x[13] = 1
+		set("tried")
 	}
+	u := 0
+	for _, o := range cs {
+		if o.Status == Uncertain {
+			u++
+		}
+	}
+	x[len(x)-1] = float64(u) / float64(len(cs))
 	return x
 }

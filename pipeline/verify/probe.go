@@ -29,7 +29,7 @@ type ProbeRequest struct {
 type ProbeReport struct {
 	Criteria []Criterion
 	Evidence []schemas.Blob
-	Tokens   int // model tokens (the openai Probe); the builtin Probe's reading is counted by Live
+	Tokens   int // model tokens (the openai Probe), or the approximate tokens the builtin Probe read and wrote
 }
 
 // Probe inspects a live environment. Implementations must act only
@@ -50,9 +50,10 @@ type BuiltinProbe struct {
 }
 
 // Probe implements Probe.
-func (p BuiltinProbe) Probe(ctx context.Context, req ProbeRequest) (ProbeReport, error) {
-	rep := ProbeReport{Criteria: cloneCriteria(req.Criteria)}
-	start := req.Live.Steps()
+func (p BuiltinProbe) Probe(ctx context.Context, req ProbeRequest) (rep ProbeReport, err error) {
+	rep = ProbeReport{Criteria: cloneCriteria(req.Criteria)}
+	start, tokens := req.Live.Steps(), req.Live.Tokens()
+	defer func() { rep.Tokens = req.Live.Tokens() - tokens }()
 	left := func() int { return req.Budget - (req.Live.Steps() - start) }
 	for _, i := range req.Order {
 		if i < 0 || i >= len(rep.Criteria) {
@@ -273,6 +274,9 @@ func toFolder(s *Screen, dir, name string, st *navState) (schemas.Action, string
 // manager, cancelling dialogs in the way. It answers why "open" once the
 // document is on top.
 func toDocument(s *Screen, p, app string, st *navState) (schemas.Action, string) {
+	if s.Top() == app {
+		st.raised = true // the app's document has been looked at
+	}
 	if s.Window(app) != nil && s.Top() != app && !st.raised {
 		st.raised = true
 		return clickID(s, "dock/"+app)

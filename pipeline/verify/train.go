@@ -18,16 +18,43 @@ import (
 // TrainParams configure Train.
 type TrainParams struct {
 	Iterations int     // policy updates; 0 means as many as the source yields batches (FixedSource) or 12
-	LR         float64 // step size on the token-mean policy gradient (default 1.0)
+	LR         float64 // Adam step size (default 0.1)
 	Eps        float64 // REINFORCE++'s epsilon under the square root (default advantage.DefaultBatchEps)
-	MaxGrad    float64 // gradient-norm clip (default 5)
+	MaxGrad    float64 // gradient-norm clip before Adam (default 5)
 	Seed       int64
 	Workers    int // parallel attempts (output does not depend on it)
+	// Validation, when set, are held-out terminal states the greedy
+	// strategy is scored on after every update; Train returns the iterate
+	// (the initial strategy included) with the best mean reward there.
+	Validation []*Input
+}
+
+// adam is the optimiser state over the concatenated weights. Adam's
+// per-weight scaling matters here: a feature that is rare in a batch (an
+// infeasible-task claim) gets small but consistent gradients that plain
+// steps would drown under the common ones.
+type adam struct {
+	m, v []float64
+	t    int
+}
+
+func (o *adam) step(w, g []float64, lr float64) {
+	const b1, b2, eps = 0.9, 0.999, 1e-8
+	if o.m == nil {
+		o.m, o.v = make([]float64, len(w)), make([]float64, len(w))
+	}
+	o.t++
+	c1, c2 := 1-math.Pow(b1, float64(o.t)), 1-math.Pow(b2, float64(o.t))
+	for i := range w {
+		o.m[i] = b1*o.m[i] + (1-b1)*g[i]
+		o.v[i] = b2*o.v[i] + (1-b2)*g[i]*g[i]
+		w[i] += lr * (o.m[i] / c1) / (math.Sqrt(o.v[i]/c2) + eps) // ascent: the gradient is of the expected return
+	}
 }
 
 func (p *TrainParams) defaults() {
 	if p.LR == 0 {
-		p.LR = 1.0
+		p.LR = 0.1
 	}
 	if p.Eps == 0 {
 		p.Eps = advantage.DefaultBatchEps
@@ -95,20 +122,25 @@ func (f *FixedSource) Batch(_ context.Context, it int) ([]*Input, error) {
 	return f.Inputs[lo:min(lo+size, len(f.Inputs))], nil
 }
 
-// IterationStats reports one training iteration (sampled choices).
+// IterationStats reports one training iteration: the sampled attempts it
+// learned from and, with validation states, the greedy strategy after it.
 type IterationStats struct {
-	Iteration  int     `json:"iteration"`
-	Attempts   int     `json:"attempts"`
-	Decisions  int     `json:"decisions"`
-	MeanReward float64 `json:"mean_reward"`
-	Agreement  float64 `json:"agreement"`
-	ProbeRate  float64 `json:"probe_rate"`
+	Iteration           int     `json:"iteration"`
+	Attempts            int     `json:"attempts"`
+	Decisions           int     `json:"decisions"`
+	MeanReward          float64 `json:"mean_reward"`
+	Agreement           float64 `json:"agreement"`
+	ProbeRate           float64 `json:"probe_rate"`
+	ValidationReward    float64 `json:"validation_reward,omitempty"`
+	ValidationAgreement float64 `json:"validation_agreement,omitempty"`
+	ValidationProbeRate float64 `json:"validation_probe_rate,omitempty"`
 }
 
 // TrainReport is what Train did.
 type TrainReport struct {
 	Iterations []IterationStats `json:"iterations"`
 	Attempts   int              `json:"attempts"`
+	Best       int              `json:"best_iteration"` // the iterate returned; -1 is the initial strategy
 }
 
 // mix derives a seed from a base seed and a key.
@@ -123,7 +155,7 @@ func mix(seed int64, key string, i int) int64 {
 	return int64(h.Sum64() & (1<<62 - 1))
 }
 
-// Train learns the builtin Judge's stop, guess and order choices from
+// Train learns the builtin Judge's check and guess choices from
 // single verification attempts (VeriCUA section 2.4): each iteration
 // verifies a batch of terminal states once with choices sampled from the
 // current strategy, scores each attempt with the terminal reward schedule,
@@ -147,6 +179,16 @@ func Train(ctx context.Context, init *Strategy, src Source, p TrainParams) (*Str
 			iters = 12
 		}
 	}
+	opt := &adam{}
+	best, bestReward := s.Clone(), math.Inf(-1)
+	rep.Best = -1
+	if p.Validation != nil {
+		m, err := validate(ctx, s, p.Validation, p.Workers)
+		if err != nil {
+			return nil, nil, err
+		}
+		bestReward = m.MeanReward
+	}
 	for it := 0; it < iters; it++ {
 		inputs, err := src.Batch(ctx, it)
 		if err != nil {
@@ -159,16 +201,50 @@ func Train(ctx context.Context, init *Strategy, src Source, p TrainParams) (*Str
 		if err != nil {
 			return nil, nil, fmt.Errorf("verify train: iteration %d: %w", it, err)
 		}
-		st, err := update(s, inputs, atts, p)
+		st, err := update(s, inputs, atts, p, opt)
 		if err != nil {
 			return nil, nil, fmt.Errorf("verify train: iteration %d: %w", it, err)
 		}
 		st.Iteration = it
+		if p.Validation != nil {
+			m, err := validate(ctx, s, p.Validation, p.Workers)
+			if err != nil {
+				return nil, nil, err
+			}
+			st.ValidationReward, st.ValidationAgreement, st.ValidationProbeRate = m.MeanReward, m.Agreement, m.ProbeRate
+			if m.MeanReward > bestReward {
+				best, bestReward, rep.Best = s.Clone(), m.MeanReward, it
+			}
+		}
 		rep.Iterations = append(rep.Iterations, st)
 		rep.Attempts += st.Attempts
 	}
-	s.Trained = &TrainInfo{From: init.Name, Iterations: len(rep.Iterations), Attempts: rep.Attempts, LR: p.LR, Seed: p.Seed, Source: src.Name()}
+	if p.Validation != nil {
+		s = best
+		s.Name = StrategyTrained
+	} else {
+		rep.Best = len(rep.Iterations) - 1
+	}
+	batch := 0
+	for _, it := range rep.Iterations {
+		batch = max(batch, it.Attempts)
+	}
+	s.Trained = &TrainInfo{From: init.Name, Iterations: len(rep.Iterations), Batch: batch, Attempts: rep.Attempts, LR: p.LR, Seed: p.Seed, Source: src.Name()}
 	return s, rep, nil
+}
+
+// validate scores the greedy strategy on held-out states.
+func validate(ctx context.Context, s *Strategy, inputs []*Input, workers int) (Metrics, error) {
+	rows, err := Evaluate(ctx, inputs, []*Strategy{s}, workers)
+	if err != nil {
+		return Metrics{}, fmt.Errorf("verify train: validation: %w", err)
+	}
+	for _, m := range Summarize(rows) {
+		if m.Domain == AllDomains {
+			return m, nil
+		}
+	}
+	return Metrics{}, nil
 }
 
 // attempts verifies every input once with sampled choices, in parallel;
@@ -197,7 +273,7 @@ func attempts(ctx context.Context, s *Strategy, inputs []*Input, seed int64, it,
 }
 
 // update takes one REINFORCE++ step on s from a batch of attempts.
-func update(s *Strategy, inputs []*Input, atts []*Attempt, p TrainParams) (IterationStats, error) {
+func update(s *Strategy, inputs []*Input, atts []*Attempt, p TrainParams, opt *adam) (IterationStats, error) {
 	var st IterationStats
 	var rewards, weights []float64
 	var used []int
@@ -232,57 +308,42 @@ func update(s *Strategy, inputs []*Input, atts []*Attempt, p TrainParams) (Itera
 	if err != nil {
 		return st, err
 	}
-	gStop := make([]float64, len(s.Stop))
+	gCheck := make([]float64, len(s.Check))
 	gGuess := make([]float64, len(s.Guess))
-	gOrder := make([]float64, len(s.Order))
 	tokens := 0
 	for k, i := range used {
 		for _, d := range atts[i].decisions {
 			tokens++
-			switch d.kind {
-			case decStop, decGuess:
-				w, g := s.Stop, gStop
-				if d.kind == decGuess {
-					w, g = s.Guess, gGuess
-				}
-				x := d.x[0]
-				coef := adv[k] * (float64(d.a) - sigmoid(dot(w, x)))
-				for j := range g {
-					g[j] += coef * x[j]
-				}
-			case decOrder:
-				scores := make([]float64, len(d.x))
-				for j, x := range d.x {
-					scores[j] = dot(s.Order, x)
-				}
-				pi := softmax(scores)
-				for j := range gOrder {
-					e := 0.0
-					for o, x := range d.x {
-						e += pi[o] * x[j]
-					}
-					gOrder[j] += adv[k] * (d.x[d.a][j] - e)
-				}
+			w, g := s.Check, gCheck
+			if d.kind == decGuess {
+				w, g = s.Guess, gGuess
+			}
+			coef := adv[k] * (float64(d.a) - sigmoid(dot(w, d.x)))
+			for j := range g {
+				g[j] += coef * d.x[j]
 			}
 		}
 	}
 	st.Decisions = tokens
 	norm := 0.0
-	for _, g := range [][]float64{gStop, gGuess, gOrder} {
+	for _, g := range [][]float64{gCheck, gGuess} {
 		for j := range g {
 			g[j] /= float64(tokens)
 			norm += g[j] * g[j]
 		}
 	}
-	scale := p.LR
+	scale := 1.0
 	if norm = math.Sqrt(norm); norm > p.MaxGrad {
-		scale *= p.MaxGrad / norm
+		scale = p.MaxGrad / norm
 	}
-	for _, pair := range []struct{ w, g []float64 }{{s.Stop, gStop}, {s.Guess, gGuess}, {s.Order, gOrder}} {
-		for j := range pair.w {
-			pair.w[j] += scale * pair.g[j]
-		}
+	w := append(append([]float64(nil), s.Check...), s.Guess...)
+	g := append(append([]float64(nil), gCheck...), gGuess...)
+	for j := range g {
+		g[j] *= scale
 	}
+	opt.step(w, g, p.LR)
+	copy(s.Check, w[:len(s.Check)])
+	copy(s.Guess, w[len(s.Check):])
 	return st, s.Validate()
 }
 
