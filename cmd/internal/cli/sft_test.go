@@ -38,7 +38,11 @@ func TestSFTBeatsUntrainedPolicy(t *testing.T) {
 		if err != nil {
 			t.Fatalf("rollout: %v %s", err, out)
 		}
-		var res struct{ Summary struct{ SuccessRate float64 `json:"success_rate"` } }
+		var res struct {
+			Summary struct {
+				SuccessRate float64 `json:"success_rate"`
+			}
+		}
 		if err := json.Unmarshal([]byte(out), &res); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
