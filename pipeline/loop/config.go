@@ -78,7 +78,7 @@ type Config struct {
 func Default() Config {
 	var c Config
 	c.Seed, c.Iterations, c.Workers, c.Report = 1, 4, 2, "out/report.html"
-	c.Synthesize.Count, c.Synthesize.Backend = 0, "builtin"
+	c.Synthesize.Count, c.Synthesize.Backend = 30, "builtin"
 	c.Warmstart.Demos, c.Warmstart.Steps, c.Warmstart.LR, c.Warmstart.MaxTurns = 1, 300, 3e-3, 40
 	c.InitialPass.N = 4
 	c.Sample.Sampler, c.Sample.Batch, c.Sample.Alpha, c.Sample.PMin, c.Sample.PMax = "frontier", 16, 0.2, 0.1, 0.9

@@ -27,7 +27,7 @@ func Plan(c Config) []Step {
 	w := itoa(c.Workers)
 	var s []Step
 	add := func(key, title string, weight float64, it int, cmd []string, flags ...string) {
-		if c.LimitTasks > 0 && cmd[0] == "rollout" && key != "it" {
+		if c.LimitTasks > 0 && cmd[0] == "rollout" {
 			flags = append(flags, "--limit-tasks", itoa(c.LimitTasks))
 		}
 		s = append(s, Step{Key: key, Title: title, Command: cmd, Flags: flags, Iteration: it, Weight: weight})
