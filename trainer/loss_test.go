@@ -294,38 +294,3 @@ func TestCrossEntropyMatchesReference(t *testing.T) {
 		t.Errorf("single-token loss %v (%v), want %v", v, err, first)
 	}
 }
-
-func TestGroupAdvantages(t *testing.T) {
-	a, err := GroupAdvantages([]float64{1, 0, 0, 1}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// mean 0.5, sample std sqrt(1/3)
-	w := 0.5 / math.Sqrt(1.0/3)
-	for i, want := range []float64{w, -w, -w, w} {
-		if !near(a[i], want, 1e-12) {
-			t.Errorf("A[%d] = %v, want %v", i, a[i], want)
-		}
-	}
-	z, _ := GroupAdvantages([]float64{1, 1, 1}, 1e-6)
-	for _, v := range z {
-		if v != 0 {
-			t.Errorf("equal rewards gave advantage %v", v)
-		}
-	}
-	st, err := STEPOAdvantages([]float64{1, 0, 0, 1}, []int{2, 4, 1, 8}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, n := range []float64{2, 4, 1, 8} {
-		if !near(st[i]*n, a[i], 1e-12) {
-			t.Errorf("STEPO A[%d]·|T| = %v, want %v", i, st[i]*n, a[i])
-		}
-	}
-	if _, err := STEPOAdvantages([]float64{1}, []int{0}, 0); err == nil {
-		t.Error("zero steps accepted")
-	}
-	if _, err := GroupAdvantages([]float64{math.NaN()}, 0); err == nil {
-		t.Error("NaN reward accepted")
-	}
-}

@@ -1,6 +1,8 @@
 package trainer
 
 import (
+	"github.com/cualake/cualake/pipeline/advantage"
+
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -189,7 +191,7 @@ func TestGRPOBandit(t *testing.T) {
 				rewards[i] = 1
 			}
 		}
-		adv, err := GroupAdvantages(rewards, DefaultAdvantageEps)
+		adv, err := advantage.GroupAdvantages(rewards, advantage.DefaultGRPO())
 		if err != nil {
 			t.Fatal(err)
 		}
