@@ -1,19 +1,18 @@
 package rollout
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cualake/cualake/pipeline/llm"
 	"github.com/cualake/cualake/pipeline/simdesk"
 	"github.com/cualake/cualake/pipeline/simdesk/action"
 	"github.com/cualake/cualake/schemas"
@@ -209,60 +208,14 @@ func parseReply(text string, obs simdesk.Obs) (string, schemas.Action) {
 // post sends one request with retries on timeouts, 429 and 5xx.
 func (a *openaiAgent) post(ctx context.Context, body []byte) (*chatResponse, error) {
 	url := a.cfg.BaseURL + "/chat/completions"
-	delay := a.cfg.Backoff
-	var last error
-	for attempt := 0; attempt <= a.cfg.Retries; attempt++ {
-		if attempt > 0 {
-			select {
-			case <-time.After(delay):
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			delay *= 2
-		}
-		rctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
-		req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
-			cancel()
-			return nil, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		if a.cfg.APIKey != "" {
-			req.Header.Set("Authorization", "Bearer "+a.cfg.APIKey)
-		}
-		res, err := a.cfg.Client.Do(req)
-		if err != nil {
-			cancel()
-			last = err
-			continue
-		}
-		data, err := io.ReadAll(io.LimitReader(res.Body, 16<<20))
-		res.Body.Close()
-		cancel()
-		if err != nil {
-			last = err
-			continue
-		}
-		if res.StatusCode == http.StatusTooManyRequests || res.StatusCode >= 500 {
-			last = fmt.Errorf("HTTP %d: %s", res.StatusCode, snippet(data))
-			continue
-		}
-		if res.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("openai policy: POST %s: HTTP %d: %s", url, res.StatusCode, snippet(data))
-		}
-		var out chatResponse
-		if err := json.Unmarshal(data, &out); err != nil {
-			return nil, fmt.Errorf("openai policy: POST %s: malformed reply: %v: %s", url, err, snippet(data))
-		}
-		return &out, nil
+	data, _, err := llm.Post(ctx, llm.Transport{URL: url, APIKey: a.cfg.APIKey, Timeout: a.cfg.Timeout,
+		Retries: a.cfg.Retries, Backoff: a.cfg.Backoff, Client: a.cfg.Client}, body)
+	if err != nil {
+		return nil, fmt.Errorf("openai policy: %w", err)
 	}
-	return nil, fmt.Errorf("openai policy: POST %s failed after %d attempts: %w", url, a.cfg.Retries+1, last)
-}
-
-func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 200 {
-		s = s[:200] + "…"
+	var out chatResponse
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("openai policy: POST %s: malformed reply: %v: %s", url, err, llm.Snippet(data))
 	}
-	return s
+	return &out, nil
 }

@@ -1,12 +1,11 @@
 package synthesize
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/cualake/cualake/pipeline/llm"
 	"net/http"
 	"regexp"
 	"slices"
@@ -140,73 +139,35 @@ func (c *llmClient) chat(ctx context.Context, msgs []chatMsg, cost *Cost) (strin
 		return "", "", err
 	}
 	url := c.cfg.BaseURL + "/chat/completions"
-	delay := c.cfg.Backoff
-	var last error
-	for attempt := 0; attempt <= c.cfg.Retries; attempt++ {
-		if attempt > 0 {
-			select {
-			case <-time.After(delay):
-			case <-ctx.Done():
-				return "", "", ctx.Err()
-			}
-			delay *= 2
+	data, attempts, err := llm.Post(ctx, llm.Transport{URL: url, APIKey: c.cfg.APIKey, Timeout: c.cfg.Timeout,
+		Retries: c.cfg.Retries, Backoff: c.cfg.Backoff, Client: c.cfg.Client}, body)
+	cost.Calls += int64(attempts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", "", ctx.Err()
 		}
-		cost.Calls++
-		rctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-		req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
-			cancel()
-			return "", "", err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		if c.cfg.APIKey != "" {
-			req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-		}
-		res, err := c.cfg.Client.Do(req)
-		if err != nil {
-			cancel()
-			if ctx.Err() != nil {
-				return "", "", ctx.Err()
-			}
-			last = err
-			continue
-		}
-		data, err := io.ReadAll(io.LimitReader(res.Body, 16<<20))
-		res.Body.Close()
-		cancel()
-		if err != nil {
-			last = err
-			continue
-		}
-		if res.StatusCode == http.StatusTooManyRequests || res.StatusCode >= 500 {
-			last = fmt.Errorf("HTTP %d: %s", res.StatusCode, clip(strings.TrimSpace(string(data)), 200))
-			continue
-		}
-		if res.StatusCode != http.StatusOK {
-			return "", "", fmt.Errorf("%w: POST %s: HTTP %d: %s", ErrEndpoint, url, res.StatusCode, clip(strings.TrimSpace(string(data)), 200))
-		}
-		var out chatReply
-		if err := json.Unmarshal(data, &out); err != nil {
-			return "", "", fmt.Errorf("%w: POST %s: the reply is not a chat completion: %v", ErrEndpoint, url, err)
-		}
-		if out.Usage.TotalTokens > 0 {
-			cost.Tokens += out.Usage.TotalTokens
-		} else {
-			cost.Tokens += out.Usage.PromptTokens + out.Usage.CompletionTokens
-		}
-		if len(out.Choices) == 0 {
-			return "", "", fmt.Errorf("%w: POST %s: the reply has no choices", ErrEndpoint, url)
-		}
-		ch := out.Choices[0]
-		if ch.Message.Refusal != "" {
-			return "", ch.Message.Refusal, nil
-		}
-		if ch.FinishReason == "content_filter" {
-			return "", "content filter: " + ch.Message.Content, nil
-		}
-		return ch.Message.Content, "", nil
+		return "", "", fmt.Errorf("%w: %v", ErrEndpoint, err)
 	}
-	return "", "", fmt.Errorf("%w: POST %s failed after %d attempts: %v", ErrEndpoint, url, c.cfg.Retries+1, last)
+	var out chatReply
+	if err := json.Unmarshal(data, &out); err != nil {
+		return "", "", fmt.Errorf("%w: POST %s: the reply is not a chat completion: %v", ErrEndpoint, url, err)
+	}
+	if out.Usage.TotalTokens > 0 {
+		cost.Tokens += out.Usage.TotalTokens
+	} else {
+		cost.Tokens += out.Usage.PromptTokens + out.Usage.CompletionTokens
+	}
+	if len(out.Choices) == 0 {
+		return "", "", fmt.Errorf("%w: POST %s: the reply has no choices", ErrEndpoint, url)
+	}
+	ch := out.Choices[0]
+	if ch.Message.Refusal != "" {
+		return "", ch.Message.Refusal, nil
+	}
+	if ch.FinishReason == "content_filter" {
+		return "", "content filter: " + ch.Message.Content, nil
+	}
+	return ch.Message.Content, "", nil
 }
 
 var fenceRe = regexp.MustCompile("(?s)```(?:json)?\\s*\\n?(.*?)```")

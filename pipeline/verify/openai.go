@@ -1,13 +1,12 @@
 package verify
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/cualake/cualake/pipeline/llm"
 	"net/http"
 	"strings"
 	"time"
@@ -90,75 +89,23 @@ func (c *chatClient) complete(ctx context.Context, msgs []chatMessage) (string, 
 		return "", 0, fmt.Errorf("openai verifier: encode request: %w", err)
 	}
 	url := c.cfg.BaseURL + "/chat/completions"
-	delay := c.cfg.Backoff
-	var last error
-	for attempt := 0; attempt <= c.cfg.Retries; attempt++ {
-		if attempt > 0 {
-			select {
-			case <-time.After(delay):
-			case <-ctx.Done():
-				return "", 0, ctx.Err()
-			}
-			delay *= 2
-		}
-		text, tokens, retry, err := c.post(ctx, url, body)
-		if err == nil {
-			return text, tokens, nil
-		}
-		if !retry {
-			return "", 0, err
-		}
-		last = err
-	}
-	return "", 0, fmt.Errorf("openai verifier: POST %s failed after %d attempts: %w", url, c.cfg.Retries+1, last)
-}
-
-func (c *chatClient) post(ctx context.Context, url string, body []byte) (string, int, bool, error) {
-	rctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(body))
+	data, _, err := llm.Post(ctx, llm.Transport{URL: url, APIKey: c.cfg.APIKey, Timeout: c.cfg.Timeout,
+		Retries: c.cfg.Retries, Backoff: c.cfg.Backoff, Client: c.cfg.Client}, body)
 	if err != nil {
-		return "", 0, false, fmt.Errorf("openai verifier: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	res, err := c.cfg.Client.Do(req)
-	if err != nil {
-		return "", 0, ctx.Err() == nil, err
-	}
-	data, err := io.ReadAll(io.LimitReader(res.Body, 16<<20))
-	res.Body.Close()
-	if err != nil {
-		return "", 0, true, err
-	}
-	if res.StatusCode == http.StatusTooManyRequests || res.StatusCode >= 500 {
-		return "", 0, true, fmt.Errorf("HTTP %d: %s", res.StatusCode, snippet(data))
-	}
-	if res.StatusCode != http.StatusOK {
-		return "", 0, false, fmt.Errorf("openai verifier: POST %s: HTTP %d: %s", url, res.StatusCode, snippet(data))
+		return "", 0, fmt.Errorf("openai verifier: %w", err)
 	}
 	var out chatReply
 	if err := json.Unmarshal(data, &out); err != nil {
-		return "", 0, false, fmt.Errorf("openai verifier: POST %s: malformed reply: %v: %s", url, err, snippet(data))
+		return "", 0, fmt.Errorf("openai verifier: POST %s: malformed reply: %v: %s", url, err, llm.Snippet(data))
 	}
 	if len(out.Choices) == 0 {
-		return "", 0, false, fmt.Errorf("openai verifier: POST %s: the reply has no choices", url)
+		return "", 0, fmt.Errorf("openai verifier: POST %s: the reply has no choices", url)
 	}
 	text := out.Choices[0].Message.Content
 	if text == "" {
 		text = out.Choices[0].Message.Refusal
 	}
-	return text, out.Usage.PromptTokens + out.Usage.CompletionTokens, false, nil
-}
-
-func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
+	return text, out.Usage.PromptTokens + out.Usage.CompletionTokens, nil
 }
 
 // jsonObject cuts the JSON object out of a reply (models wrap it in prose
