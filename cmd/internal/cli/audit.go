@@ -167,7 +167,8 @@ func runAudit(c *cli.Context, kind string) error {
 		}
 	}
 	ctx := c.Context
-	l, err := lake.OpenDir(ctx, fString(c, "lake"), false)
+	opt := lake.OpenOptions{CacheDir: fString(c, "cache"), Endpoint: fString(c, "s3-endpoint"), Region: fString(c, "s3-region")}
+	l, err := lake.OpenURL(ctx, fString(c, "lake"), false, opt)
 	if err != nil {
 		return err
 	}
