@@ -259,61 +259,11 @@ func (a editorApp) follow(d *Desktop) {
 
 func (a editorApp) dialogDone(d *Desktop, cmd string) {
 	e := &d.S.Editor
+	if docDialogDone(d, a, &e.Dialog, e.Path, cmd) {
+		return
+	}
 	dl := e.Dialog
 	switch {
-	case cmd == "cancel" || dl.Kind == "error":
-		e.Dialog = nil
-	case dl.Kind == "unsaved" && cmd == "discard":
-		e.Dialog = nil
-		a.proceed(d, dl.Then)
-	case dl.Kind == "unsaved" && cmd == "ok":
-		e.Dialog = nil
-		if e.Path == "" {
-			a.saveAsDialog(d, dl.Then)
-			return
-		}
-		if err := a.save(d, e.Path); err != nil {
-			e.Dialog = &Dialog{Kind: "error", Error: "Cannot save: " + errText(err)}
-			return
-		}
-		a.proceed(d, dl.Then)
-	case dl.Kind == "open" && cmd == "ok":
-		p, err := vfs.Clean(dl.Field.Text)
-		if err != nil {
-			dl.Error = "Invalid path"
-			return
-		}
-		if d.S.FS.IsDir(p) {
-			dl.Field.SetText(vfs.Short(p) + "/")
-			dl.Pick, dl.Scroll = "", 0
-			return
-		}
-		if _, ok := d.S.FS.Stat(p); !ok {
-			dl.Error = "No such file: " + vfs.Short(p)
-			return
-		}
-		e.Dialog = nil
-		a.load(d, p)
-	case dl.Kind == "save_as" && cmd == "ok":
-		p, err := vfs.Clean(dl.Field.Text)
-		if err == nil && strings.HasSuffix(strings.TrimSpace(dl.Field.Text), "/") {
-			err = fmt.Errorf("a file name is needed")
-		}
-		if err == nil {
-			err = vfs.ValidName(path.Base(p))
-		}
-		if err == nil {
-			err = a.save(d, p)
-		}
-		if err != nil {
-			dl.Error = "Cannot save: " + errText(err)
-			return
-		}
-		then := dl.Then
-		e.Dialog = nil
-		if then != "" {
-			a.proceed(d, then)
-		}
 	case dl.Kind == "replace" && cmd == "ok":
 		find := dl.Field.Text
 		if find == "" {

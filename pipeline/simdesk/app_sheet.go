@@ -316,62 +316,7 @@ func (a sheetApp) setCell(d *Desktop, raw string) {
 
 func (a sheetApp) dialogDone(d *Desktop, cmd string) {
 	sh := &d.S.Sheet
-	dl := sh.Dialog
-	switch {
-	case cmd == "cancel" || dl.Kind == "error":
-		sh.Dialog = nil
-	case dl.Kind == "unsaved" && cmd == "discard":
-		sh.Dialog = nil
-		a.proceed(d, dl.Then)
-	case dl.Kind == "unsaved" && cmd == "ok":
-		sh.Dialog = nil
-		if sh.Path == "" {
-			a.saveAsDialog(d, dl.Then)
-			return
-		}
-		if err := a.save(d, sh.Path); err != nil {
-			sh.Dialog = &Dialog{Kind: "error", Error: "Cannot save: " + errText(err)}
-			return
-		}
-		a.proceed(d, dl.Then)
-	case dl.Kind == "open" && cmd == "ok":
-		p, err := vfs.Clean(dl.Field.Text)
-		if err != nil {
-			dl.Error = "Invalid path"
-			return
-		}
-		if d.S.FS.IsDir(p) {
-			dl.Field.SetText(vfs.Short(p) + "/")
-			dl.Pick, dl.Scroll = "", 0
-			return
-		}
-		if _, ok := d.S.FS.Stat(p); !ok {
-			dl.Error = "No such file: " + vfs.Short(p)
-			return
-		}
-		sh.Dialog = nil
-		a.load(d, p)
-	case dl.Kind == "save_as" && cmd == "ok":
-		p, err := vfs.Clean(dl.Field.Text)
-		if err == nil && strings.HasSuffix(strings.TrimSpace(dl.Field.Text), "/") {
-			err = fmt.Errorf("a file name is needed")
-		}
-		if err == nil {
-			err = vfs.ValidName(path.Base(p))
-		}
-		if err == nil {
-			err = a.save(d, p)
-		}
-		if err != nil {
-			dl.Error = "Cannot save: " + errText(err)
-			return
-		}
-		then := dl.Then
-		sh.Dialog = nil
-		if then != "" {
-			a.proceed(d, then)
-		}
-	}
+	docDialogDone(d, a, &sh.Dialog, sh.Path, cmd)
 }
 
 func (a sheetApp) click(d *Desktop, local string, ev ptrEvent) {
