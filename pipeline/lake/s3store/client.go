@@ -20,7 +20,8 @@ import (
 )
 
 // A small S3 client: the handful of calls the lake needs (GET, HEAD, PUT
-// with conditional headers, DELETE, ListObjectsV2, CreateBucket), signed
+// with conditional headers, DELETE, ListObjectsV2, CreateBucket, and the
+// multipart upload calls in multipart.go), signed
 // with AWS Signature Version 4. Written here rather than pulled in from an
 // SDK so that the lake's module graph stays small and the conditional
 // headers the commit protocol relies on are explicit.
@@ -47,6 +48,18 @@ type Config struct {
 	PathStyle bool
 	// HTTPClient is the transport (nil: a default with timeouts).
 	HTTPClient *http.Client
+
+	// MultipartThreshold: files larger than this are uploaded in parts
+	// (0: DefaultMultipartThreshold, 64 MiB; negative: only files over
+	// 5 GiB, which a single PUT cannot carry).
+	MultipartThreshold int64
+	// PartSize is the size of every part but the last (0: DefaultPartSize,
+	// 16 MiB; at least 5 MiB, S3's minimum). It grows for files that would
+	// otherwise need more than S3's 10,000 parts.
+	PartSize int64
+	// UploadConcurrency bounds the parts of one file in flight
+	// (0: DefaultUploadConcurrency, 4).
+	UploadConcurrency int
 }
 
 type client struct {
@@ -69,6 +82,9 @@ func newClient(cfg Config) (*client, error) {
 	}
 	if cfg.AccessKey == "" || cfg.SecretKey == "" {
 		return nil, errors.New("s3: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+	}
+	if err := cfg.uploadSettings(); err != nil {
+		return nil, err
 	}
 	// Signatures cover the Host header exactly as sent; drop default ports.
 	if (u.Scheme == "http" && u.Port() == "80") || (u.Scheme == "https" && u.Port() == "443") {

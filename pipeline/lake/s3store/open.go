@@ -20,6 +20,10 @@ func init() { lake.RegisterScheme("s3", open) }
 // environment variables (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS_REGION,
 // AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
 // AWS_SESSION_TOKEN) and CUALAKE_CACHE / CUALAKE_CACHE_MAX for the cache.
+// Multipart uploads are tuned by the query (multipart_threshold, part_size,
+// upload_concurrency) or CUALAKE_S3_MULTIPART_THRESHOLD,
+// CUALAKE_S3_PART_SIZE and CUALAKE_S3_UPLOAD_CONCURRENCY (sizes such as
+// 64MiB; a threshold of "none" leaves only files over 5 GiB to multipart).
 // Credentials are only ever read from the environment, never from flags or
 // URLs, so they stay out of process listings and job scripts.
 func FromURL(u *url.URL, opt lake.OpenOptions) (*Store, error) {
@@ -36,6 +40,9 @@ func FromURL(u *url.URL, opt lake.OpenOptions) (*Store, error) {
 	}
 	if v := q.Get("path_style"); v != "" {
 		cfg.PathStyle, _ = strconv.ParseBool(v)
+	}
+	if err := uploadOptions(&cfg, q); err != nil {
+		return nil, err
 	}
 	dir := first(opt.CacheDir, os.Getenv("CUALAKE_CACHE"))
 	if dir == "" {
@@ -102,4 +109,31 @@ func ParseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q: want a number of bytes such as 512MiB or 20GB", s)
 	}
 	return int64(f * mult), nil
+}
+
+// uploadOptions reads the multipart settings from the URL's query, then
+// the environment; what neither sets keeps Config's defaults.
+func uploadOptions(cfg *Config, q url.Values) error {
+	if v := first(q.Get("multipart_threshold"), os.Getenv("CUALAKE_S3_MULTIPART_THRESHOLD")); v != "" {
+		n, err := ParseBytes(v)
+		if err != nil {
+			return fmt.Errorf("multipart threshold: %w", err)
+		}
+		cfg.MultipartThreshold = n // -1 ("none"): only what a single PUT cannot carry
+	}
+	if v := first(q.Get("part_size"), os.Getenv("CUALAKE_S3_PART_SIZE")); v != "" {
+		n, err := ParseBytes(v)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("part size %q: want a size such as 16MiB (at least 5MiB)", v)
+		}
+		cfg.PartSize = n
+	}
+	if v := first(q.Get("upload_concurrency"), os.Getenv("CUALAKE_S3_UPLOAD_CONCURRENCY")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("upload concurrency %q: want a whole number of at least 1", v)
+		}
+		cfg.UploadConcurrency = n
+	}
+	return nil
 }

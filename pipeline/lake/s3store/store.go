@@ -206,30 +206,38 @@ var contentAddressed = regexp.MustCompile(`(^|/)data/([a-z0-9_]+)/([0-9a-f]{64})
 
 // PutFile implements lake.Storage. A content-addressed data file that the
 // store already holds is not uploaded again; the local file then moves into
-// the cache, since the lake is about to read it back.
+// the cache, since the lake is about to read it back. Files above the
+// multipart threshold (Config.MultipartThreshold) are uploaded in parts,
+// streamed from the file (multipart.go); smaller ones with one PUT.
 func (s *Store) PutFile(ctx context.Context, key, localPath string) error {
 	ok, err := s.objectKey(key)
 	if err != nil {
 		return err
 	}
-	if m := contentAddressed.FindStringSubmatch(key); m != nil {
-		st, serr := os.Stat(localPath)
-		if serr != nil {
-			return fmt.Errorf("write %s: %w", key, serr)
-		}
+	st, err := os.Stat(localPath)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	if contentAddressed.MatchString(key) {
 		if n, err := s.Size(ctx, key); err == nil && n == st.Size() {
 			return s.cache.adopt(key, localPath)
 		}
 	}
-	body, n, sum, err := fileBody(localPath)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", key, err)
+	if s.c.cfg.multipart(st.Size()) {
+		if err := s.putMultipart(ctx, key, localPath, st.Size()); err != nil {
+			return err
+		}
+	} else {
+		body, n, sum, err := fileBody(localPath)
+		if err != nil {
+			return fmt.Errorf("write %s: %w", key, err)
+		}
+		resp, _, err := s.c.do(ctx, "PUT", request{method: http.MethodPut, bucket: s.bucket, key: ok, body: body, size: n, sha256: sum})
+		if err != nil {
+			return s.mapErr(key, err)
+		}
+		resp.Body.Close()
 	}
-	resp, _, err := s.c.do(ctx, "PUT", request{method: http.MethodPut, bucket: s.bucket, key: ok, body: body, size: n, sha256: sum})
-	if err != nil {
-		return s.mapErr(key, err)
-	}
-	resp.Body.Close()
 	if contentAddressed.MatchString(key) {
 		return s.cache.adopt(key, localPath)
 	}
