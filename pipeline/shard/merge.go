@@ -27,6 +27,55 @@ func CheckShardable(stage string, s Spec) error {
 	return nil
 }
 
+// StageMerge is a stage's own way of merging its fragments, for a stage
+// whose committed rows are not simply the union of its shards' rows: ids
+// assigned in order, duplicates resolved in input order, totals over every
+// key. Stage commands register it (RegisterStageMerge) in their init.
+type StageMerge struct {
+	// Finish, when set, replaces the union of the shards' rows: it reads the
+	// checked fragments and adds the run's final rows to in.Out, an
+	// unsharded Output on the input snapshot, exactly as the stage's
+	// unsharded run adds them (so the files are the same); Merge then
+	// commits in.Out with the run's CommitInfo. Returning false commits
+	// nothing, where the unsharded run would not have committed either.
+	Finish func(ctx context.Context, in *MergeInput) (commit bool, err error)
+	// SkipEmpty commits nothing when no table gains or replaces a row, as the
+	// stage's unsharded run does (an import of records the lake holds).
+	SkipEmpty bool
+}
+
+// MergeInput is what a StageMerge's Finish works with.
+type MergeInput struct {
+	Lake      *lake.Lake
+	Base      *lake.Manifest // the input snapshot (no tables for an empty lake)
+	Fragments []*Fragment    // shard 0 to N-1, checked to belong to one run
+	Out       *Output        // where the final rows go
+}
+
+var stageMerges = map[string]StageMerge{}
+
+// RegisterStageMerge installs stage's own merge.
+func RegisterStageMerge(stage string, m StageMerge) { stageMerges[stage] = m }
+
+// ReadFragmentRows reads one table of the fragments, shard by shard and file
+// by file (each shard's rows in the table's order).
+func ReadFragmentRows[T any](ctx context.Context, l *lake.Lake, frags []*Fragment, def *schemas.Table[T]) ([]T, error) {
+	var out []T
+	for _, f := range frags {
+		t, ok := f.Tables[def.Name]
+		if !ok {
+			continue
+		}
+		m := &lake.Manifest{ID: f.Key(), Tables: map[string]lake.TableFiles{def.Name: {Rows: t.Rows, Files: t.Files}}}
+		rows, err := lake.ReadTable(ctx, l, m, def)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
 // mergeFunc merges sorted source files of one table into its final files.
 type mergeFunc func(ctx context.Context, l *lake.Lake, srcs []lake.File, opt TableOptions) ([]lake.File, error)
 
@@ -136,6 +185,11 @@ func Merge(ctx context.Context, l *lake.Lake, opt MergeOptions) (*MergeResult, e
 		return nil, fmt.Errorf("merge %s: input %s: %w", opt.Stage, short(input), err)
 	}
 	res := &MergeResult{Set: set, Shards: n, Rows: map[string]int64{}}
+	custom := stageMerges[opt.Stage]
+	if custom.Finish != nil {
+		return finishCustom(ctx, l, opt, custom, tx, frags, res)
+	}
+	changed := false
 	for _, name := range names {
 		opts := first.Tables[name].TableOptions
 		merge, ok := mergers[name]
@@ -171,6 +225,7 @@ func Merge(ctx context.Context, l *lake.Lake, opt MergeOptions) (*MergeResult, e
 		for _, f := range files {
 			res.Rows[name] += f.Rows
 		}
+		changed = true
 		if opts.Replace {
 			err = tx.Replace(name, files)
 		} else {
@@ -180,17 +235,51 @@ func Merge(ctx context.Context, l *lake.Lake, opt MergeOptions) (*MergeResult, e
 			return nil, err
 		}
 	}
+	if custom.SkipEmpty && !changed {
+		// As the unsharded run: nothing new, no snapshot.
+		res.Snapshot = input
+		return res, cleanSet(ctx, l, opt, res)
+	}
 	m, err := tx.Commit(ctx, first.Commit.Info())
 	if err != nil {
 		return nil, fmt.Errorf("merge %s: %w", opt.Stage, err)
 	}
 	res.Manifest, res.Snapshot = m, m.ID
-	if opt.Clean {
-		if res.Removed, err = RemoveSet(ctx, l, set.Dir); err != nil {
-			return res, err
+	return res, cleanSet(ctx, l, opt, res)
+}
+
+// finishCustom merges through a stage's own Finish.
+func finishCustom(ctx context.Context, l *lake.Lake, opt MergeOptions, custom StageMerge, tx *lake.Txn, frags []*Fragment, res *MergeResult) (*MergeResult, error) {
+	out := NewOutput(l, tx, Spec{})
+	defer out.Discard()
+	commit, err := custom.Finish(ctx, &MergeInput{Lake: l, Base: tx.Base(), Fragments: frags, Out: out})
+	if err != nil {
+		return nil, fmt.Errorf("merge %s: %w", opt.Stage, err)
+	}
+	if !commit {
+		res.Snapshot = tx.Parent()
+		return res, cleanSet(ctx, l, opt, res)
+	}
+	for _, t := range out.tables {
+		if t.options().Replace || t.rows() > 0 {
+			res.Rows[t.name()] = t.rows()
 		}
 	}
-	return res, nil
+	r, err := out.Finish(ctx, frags[0].Commit.Info())
+	if err != nil {
+		return nil, fmt.Errorf("merge %s: %w", opt.Stage, err)
+	}
+	res.Manifest, res.Snapshot = r.Manifest, r.Manifest.ID
+	return res, cleanSet(ctx, l, opt, res)
+}
+
+func cleanSet(ctx context.Context, l *lake.Lake, opt MergeOptions, res *MergeResult) error {
+	if !opt.Clean {
+		return nil
+	}
+	var err error
+	res.Removed, err = RemoveSet(ctx, l, res.Set.Dir)
+	return err
 }
 
 // RemoveSet deletes every object of a fragment set and returns how many.

@@ -23,7 +23,9 @@ type Config struct {
 	// stage name (0 there runs the stage as one job).
 	Shards      int
 	StageShards map[string]int
-	// Shardable reports whether a command takes --shard (the CLI knows).
+	// Shardable reports whether a command takes --shard (the CLI knows);
+	// it gets the command path followed by the step's flags, since some
+	// stages refuse --shard for some flags.
 	Shardable func(command []string) bool
 	// Resolve turns a sharded step's --in (or "" when it has none: main's
 	// head) into the snapshot id every shard and the merge will use ("" for
@@ -58,7 +60,7 @@ func Executor(cfg Config) loop.Executor {
 		if v, ok := cfg.StageShards[command[0]]; ok {
 			n = v
 		}
-		if cfg.Shardable == nil || !cfg.Shardable(command) {
+		if cfg.Shardable == nil || !cfg.Shardable(append(append([]string{}, command...), flags...)) {
 			n = 0
 		}
 		j := Job{Command: append(append([]string{}, command...), flags...), Words: len(command), Lake: cfg.Lake,

@@ -273,6 +273,10 @@ type stage struct {
 
 	mu    sync.Mutex
 	roleT map[string]time.Duration
+
+	// evaluate takes every item of a wave through the loop (or, replaying
+	// a sharded run, looks up what its shard found).
+	evaluate func(ctx context.Context, wave []*item) error
 }
 
 // item is one candidate through the loop.
@@ -288,86 +292,46 @@ type item struct {
 	dup         string // set when dropped as a duplicate before the loop
 	caughtBy    string
 	err         error
+
+	call   int             // docs mode: the proposer call that wrote the candidate
+	task   *schemas.Task   // a replayed accepted task (its id is set on acceptance)
+	stored *ShardCandidate // a replayed candidate: what its shard evaluated
 }
 
 // Run synthesizes tasks: from the knowledge documents, or from the input's
 // trajectories with FromTrajectories.
 func Run(ctx context.Context, in Input, params Params) (*Result, error) {
 	start := time.Now()
-	p := params.withDefaults()
-	if err := p.check(); err != nil {
+	s, sum, pool, err := newStage(in, params, true)
+	if err != nil {
 		return nil, err
 	}
-	s := &stage{p: p, in: in, without: map[string]bool{}, config: p.Config(), instr: map[string]string{}, specs: map[string]string{},
-		seenInstr: map[string]string{}, seenSpecs: map[string]string{},
-		taskIDs: map[string]bool{}, counters: map[string]int{}, poolByID: map[string]schemas.Task{}, roleT: map[string]time.Duration{},
-		docByApp: map[string]Doc{}}
-	for _, w := range p.Without {
-		s.without[w] = true
-	}
-	sum := Summary{Config: s.config, Mode: "documents", PoolFrom: "snapshot", ByMethod: map[string]int{}, Dropped: map[string]int{},
-		RoleSeconds: map[string]float64{}, RoleShare: map[string]float64{}}
-	pool := in.Tasks
-	if len(pool) == 0 {
-		pool, sum.PoolFrom = simdesk.Pool(), "builtin"
-	}
-	s.docs = in.Docs
-	if s.docs == nil {
-		docs, err := SimdeskDocs()
-		if err != nil {
-			return nil, err
-		}
-		s.docs = docs
-	}
-	for _, d := range s.docs {
-		if _, ok := s.docByApp[d.App]; !ok {
-			s.docByApp[d.App] = d
-		}
-		sum.Docs = append(sum.Docs, d.Name)
-	}
-	if err := s.buildRoles(); err != nil {
-		return nil, err
-	}
-	for _, t := range pool {
-		s.remember(t)
-		s.poolByID[t.TaskID] = t
-	}
-	s.runTag = runTag(in.SnapshotID, p, s.docs)
-
+	s.evaluate = s.evaluateLive
 	var items []*item
-	var err error
-	if p.FromTrajectories {
-		sum.Mode, sum.Docs = "trajectories", nil
+	if s.p.FromTrajectories {
 		var cands []*Candidate
-		cands, sum.Trajectory, err = trajectoryCandidates(ctx, pool, in.Trajectories, in.Steps, p)
+		cands, sum.Trajectory, err = trajectoryCandidates(ctx, pool, in.Trajectories, in.Steps, s.p)
 		if err != nil {
 			return nil, err
 		}
-		items, err = s.runList(ctx, cands)
+		items, err = s.runList(ctx, len(cands), func(_ context.Context, from, n int) ([]*item, error) {
+			var out []*item
+			for _, c := range cands[from : from+n] {
+				out = append(out, &item{c: c})
+			}
+			return out, nil
+		})
 	} else {
-		items, err = s.runDocs(ctx)
+		if len(s.docs) == 0 {
+			return nil, errors.New("synthesize: no knowledge documents")
+		}
+		items, err = s.runDocs(ctx, s.proposeLive)
 	}
 	if err != nil {
 		return nil, err
 	}
-
-	res := &Result{}
-	for _, it := range items {
-		res.Records = append(res.Records, it.rows...)
-		if it.final != nil {
-			t := it.final.task(it.taskID)
-			t.Difficulty = int32(it.steps)
-			res.Accepted = append(res.Accepted, t)
-		}
-	}
-	sort.Slice(res.Accepted, func(a, b int) bool { return res.Accepted[a].TaskID < res.Accepted[b].TaskID })
-	res.Tasks = append(slices.Clone(pool), res.Accepted...)
-	sort.Slice(res.Tasks, func(a, b int) bool { return res.Tasks[a].TaskID < res.Tasks[b].TaskID })
-	sort.Slice(res.Records, func(a, b int) bool {
-		x, y := res.Records[a], res.Records[b]
-		return x.CandidateID < y.CandidateID || (x.CandidateID == y.CandidateID && x.Round < y.Round)
-	})
-	s.summarize(&sum, items, res)
+	res := s.result(items, pool, sum)
+	sum = &res.Summary
 	sum.Seconds = time.Since(start).Seconds()
 	if sum.Accepted > 0 {
 		sum.SecondsPerAccepted = sum.Seconds / float64(sum.Accepted)
@@ -382,8 +346,87 @@ func Run(ctx context.Context, in Input, params Params) (*Result, error) {
 			sum.RoleShare[r] = float64(d) / float64(total)
 		}
 	}
-	res.Summary = sum
 	return res, nil
+}
+
+// newStage prepares a run: parameters, pool, documents, dedup indexes, the
+// run tag and (with roles) the roles. It returns the summary to fill and the
+// pool.
+func newStage(in Input, params Params, roles bool) (*stage, *Summary, []schemas.Task, error) {
+	p := params.withDefaults()
+	if err := p.check(); err != nil {
+		return nil, nil, nil, err
+	}
+	s := &stage{p: p, in: in, without: map[string]bool{}, config: p.Config(), instr: map[string]string{}, specs: map[string]string{},
+		seenInstr: map[string]string{}, seenSpecs: map[string]string{},
+		taskIDs: map[string]bool{}, counters: map[string]int{}, poolByID: map[string]schemas.Task{}, roleT: map[string]time.Duration{},
+		docByApp: map[string]Doc{}}
+	for _, w := range p.Without {
+		s.without[w] = true
+	}
+	sum := &Summary{Config: s.config, Mode: "documents", PoolFrom: "snapshot", ByMethod: map[string]int{}, Dropped: map[string]int{},
+		RoleSeconds: map[string]float64{}, RoleShare: map[string]float64{}}
+	pool := in.Tasks
+	if len(pool) == 0 {
+		pool, sum.PoolFrom = simdesk.Pool(), "builtin"
+	}
+	s.docs = in.Docs
+	if s.docs == nil {
+		docs, err := SimdeskDocs()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		s.docs = docs
+	}
+	for _, d := range s.docs {
+		if _, ok := s.docByApp[d.App]; !ok {
+			s.docByApp[d.App] = d
+		}
+		sum.Docs = append(sum.Docs, d.Name)
+	}
+	if roles {
+		if err := s.buildRoles(); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	for _, t := range pool {
+		s.remember(t)
+		s.poolByID[t.TaskID] = t
+	}
+	s.runTag = runTag(in.SnapshotID, p, s.docs)
+	if p.FromTrajectories {
+		sum.Mode, sum.Docs = "trajectories", nil
+	}
+	return s, sum, pool, nil
+}
+
+// result assembles the rows of a finished run.
+func (s *stage) result(items []*item, pool []schemas.Task, sum *Summary) *Result {
+	res := &Result{}
+	for _, it := range items {
+		res.Records = append(res.Records, it.rows...)
+		if it.final != nil {
+			var t schemas.Task
+			if it.task != nil {
+				t = *it.task
+				t.TaskID = it.taskID
+			} else {
+				t = it.final.task(it.taskID)
+				t.Difficulty = int32(it.steps)
+			}
+			res.Accepted = append(res.Accepted, t)
+		}
+	}
+	sort.Slice(res.Accepted, func(a, b int) bool { return res.Accepted[a].TaskID < res.Accepted[b].TaskID })
+	res.Tasks = append(slices.Clone(pool), res.Accepted...)
+	sort.Slice(res.Tasks, func(a, b int) bool { return res.Tasks[a].TaskID < res.Tasks[b].TaskID })
+	sort.Slice(res.Records, func(a, b int) bool {
+		x, y := res.Records[a], res.Records[b]
+		return x.CandidateID < y.CandidateID || (x.CandidateID == y.CandidateID && x.Round < y.Round)
+	})
+	s.summarize(sum, items, res)
+	res.Summary = *sum
+	return res
 }
 
 func (s *stage) buildRoles() error {
@@ -522,52 +565,24 @@ func (s *stage) waveSize(accepted, candidates int) int {
 	return max(1, min(need, s.p.MaxCandidates-candidates))
 }
 
+// proposeFunc returns the candidates of proposer calls [first, first+n),
+// in order.
+type proposeFunc func(ctx context.Context, first, n int) ([]*item, error)
+
 // runDocs proposes from the documents, wave by wave, until Count tasks are
 // accepted or the budget is spent.
-func (s *stage) runDocs(ctx context.Context) ([]*item, error) {
-	if len(s.docs) == 0 {
-		return nil, errors.New("synthesize: no knowledge documents")
-	}
-	avoid := map[string][]string{}
-	for _, t := range s.sortedPool() {
-		if len(avoid[t.App]) < 20 {
-			avoid[t.App] = append(avoid[t.App], t.Instruction)
-		}
-	}
+func (s *stage) runDocs(ctx context.Context, propose proposeFunc) ([]*item, error) {
 	var all []*item
 	accepted, call := 0, 0
 	for accepted < s.p.Count && len(all) < s.p.MaxCandidates {
 		calls := (s.waveSize(accepted, len(all)) + s.p.PerCall - 1) / s.p.PerCall
-		reqs := make([]proposeRequest, calls)
-		for k := range reqs {
-			// The seed picks the first document, so small counts still vary.
-			d := s.docs[(call+k+int(uint64(s.p.Seed)%uint64(len(s.docs))))%len(s.docs)]
-			reqs[k] = proposeRequest{doc: d, call: call + k, n: s.p.PerCall, seed: hash64(strconv.FormatInt(s.p.Seed, 10), d.Name, strconv.Itoa(call+k)), avoid: avoid[d.App]}
+		wave, err := propose(ctx, call, calls)
+		if err != nil {
+			return nil, err
 		}
 		call += calls
-		type proposal struct {
-			cands []*Candidate
-			cost  Cost
-			err   error
-		}
-		props := make([]proposal, calls)
-		parallel(ctx, s.p.Workers, calls, func(k int) {
-			t := time.Now()
-			props[k].cands, props[k].cost, props[k].err = s.proposer.propose(ctx, reqs[k])
-			s.time(RoleProposer, t)
-		})
-		var wave []*item
-		for _, pr := range props {
-			if pr.err != nil {
-				return nil, pr.err
-			}
-			for j, c := range pr.cands {
-				it := &item{idx: len(all) + len(wave), c: c}
-				if j == 0 {
-					it.proposeCost = pr.cost // one call for the whole batch
-				}
-				wave = append(wave, it)
-			}
+		for k, it := range wave {
+			it.idx = len(all) + k
 		}
 		if len(wave) == 0 {
 			break
@@ -585,16 +600,68 @@ func (s *stage) runDocs(ctx context.Context) ([]*item, error) {
 	return all, nil
 }
 
-// runList runs a fixed list of candidates (trajectory-guided synthesis) in
-// waves until Count are accepted.
-func (s *stage) runList(ctx context.Context, cands []*Candidate) ([]*item, error) {
+// proposeLive asks the proposer: one request per call, in parallel; the
+// seed, document and call index make each call's candidates.
+func (s *stage) proposeLive(ctx context.Context, first, calls int) ([]*item, error) {
+	avoid := map[string][]string{}
+	for _, t := range s.sortedPool() {
+		if len(avoid[t.App]) < 20 {
+			avoid[t.App] = append(avoid[t.App], t.Instruction)
+		}
+	}
+	reqs := make([]proposeRequest, calls)
+	for k := range reqs {
+		call := first + k
+		// The seed picks the first document, so small counts still vary.
+		d := s.docs[(call+int(uint64(s.p.Seed)%uint64(len(s.docs))))%len(s.docs)]
+		reqs[k] = proposeRequest{doc: d, call: call, n: s.p.PerCall, seed: hash64(strconv.FormatInt(s.p.Seed, 10), d.Name, strconv.Itoa(call)), avoid: avoid[d.App]}
+	}
+	type proposal struct {
+		cands []*Candidate
+		cost  Cost
+		err   error
+	}
+	props := make([]proposal, calls)
+	parallel(ctx, s.p.Workers, calls, func(k int) {
+		t := time.Now()
+		props[k].cands, props[k].cost, props[k].err = s.proposer.propose(ctx, reqs[k])
+		s.time(RoleProposer, t)
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []*item
+	for k, pr := range props {
+		if pr.err != nil {
+			return nil, pr.err
+		}
+		for j, c := range pr.cands {
+			it := &item{c: c, call: first + k}
+			if j == 0 {
+				it.proposeCost = pr.cost // one call for the whole batch
+			}
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+// takeFunc returns the candidates [from, from+n) of a fixed list.
+type takeFunc func(ctx context.Context, from, n int) ([]*item, error)
+
+// runList runs a fixed list of total candidates (trajectory-guided
+// synthesis) in waves until Count are accepted.
+func (s *stage) runList(ctx context.Context, total int, take takeFunc) ([]*item, error) {
 	var all []*item
 	accepted := 0
-	for next := 0; next < len(cands) && accepted < s.p.Count && len(all) < s.p.MaxCandidates; {
-		n := min(s.waveSize(accepted, len(all)), len(cands)-next)
-		var wave []*item
-		for _, c := range cands[next : next+n] {
-			wave = append(wave, &item{idx: len(all) + len(wave), c: c})
+	for next := 0; next < total && accepted < s.p.Count && len(all) < s.p.MaxCandidates; {
+		n := min(s.waveSize(accepted, len(all)), total-next)
+		wave, err := take(ctx, next, n)
+		if err != nil {
+			return nil, err
+		}
+		for k, it := range wave {
+			it.idx = len(all) + k
 		}
 		next += n
 		if err := s.process(ctx, wave); err != nil {
@@ -639,26 +706,10 @@ func (s *stage) process(ctx context.Context, wave []*item) error {
 		s.seenInstr[normInstruction(it.c.Instruction)] = it.taskID
 		s.seenSpecs[specKey(it.c)] = it.taskID
 	}
-	workers := make(chan *worker, s.p.Workers)
-	for i := 0; i < s.p.Workers; i++ {
-		w, err := newWorker()
-		if err != nil {
-			return err
-		}
-		workers <- w
-	}
-	parallel(ctx, s.p.Workers, len(wave), func(i int) {
-		w := <-workers
-		defer func() { workers <- w }()
-		s.runItem(ctx, w, wave[i])
-	})
-	if err := ctx.Err(); err != nil {
+	if err := s.evaluate(ctx, wave); err != nil {
 		return err
 	}
 	for _, it := range wave {
-		if it.err != nil {
-			return it.err
-		}
 		if it.final == nil {
 			continue
 		}
@@ -673,6 +724,33 @@ func (s *stage) process(ctx context.Context, wave []*item) error {
 			continue
 		}
 		s.instr[k], s.specs[sk] = it.taskID, it.taskID
+	}
+	return nil
+}
+
+// evaluateLive runs the loop on every item of a wave, in parallel.
+func (s *stage) evaluateLive(ctx context.Context, wave []*item) error {
+	n := min(s.p.Workers, len(wave))
+	workers := make(chan *worker, n)
+	for i := 0; i < n; i++ {
+		w, err := newWorker()
+		if err != nil {
+			return err
+		}
+		workers <- w
+	}
+	parallel(ctx, n, len(wave), func(i int) {
+		w := <-workers
+		defer func() { workers <- w }()
+		s.runItem(ctx, w, wave[i])
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, it := range wave {
+		if it.err != nil {
+			return it.err
+		}
 	}
 	return nil
 }
@@ -714,19 +792,17 @@ func (s *stage) runItem(ctx context.Context, w *worker, it *item) {
 	c := it.c
 	seed := candSeed(it.candID)
 	base := schemas.Synthesis{CandidateID: it.candID, TaskID: it.taskID, Config: s.config, Origin: c.Origin, Method: c.Method}
-	if it.dup != "" || c.Raw != "" {
+	if it.dup != "" {
+		it.rows = append(it.rows, s.duplicateRow(it))
+		return
+	}
+	if c.Raw != "" {
 		row := base
 		row.Candidate, row.Fixes, row.JudgerVerdict = c.JSON(), "[]", "skipped"
 		row.Tokens, row.Calls = it.proposeCost.Tokens, int32(it.proposeCost.Calls)
-		if it.dup != "" {
-			row.RuleReason = "not validated: duplicate of " + it.dup
-			row.CheckerReason = "not run: duplicate of " + it.dup
-			row.Dropped = "duplicate"
-		} else {
-			row.RuleReason = reasons(validateRules(w.sim.Desktop(), c))
-			row.CheckerReason = "not run: the reply is not a task"
-			row.Dropped = "invalid-reply"
-		}
+		row.RuleReason = reasons(validateRules(w.sim.Desktop(), c))
+		row.CheckerReason = "not run: the reply is not a task"
+		row.Dropped = "invalid-reply"
 		it.rows = append(it.rows, row)
 		return
 	}
@@ -829,6 +905,22 @@ func (s *stage) runItem(ctx context.Context, w *worker, it *item) {
 		finish("")
 		c, fixes = n, fx
 	}
+}
+
+// duplicateRow is the one row of a candidate dropped as a duplicate before
+// the loop.
+func (s *stage) duplicateRow(it *item) schemas.Synthesis {
+	c := it.c
+	row := schemas.Synthesis{CandidateID: it.candID, TaskID: it.taskID, Config: s.config, Origin: c.Origin, Method: c.Method}
+	row.Candidate, row.Fixes, row.JudgerVerdict = c.JSON(), "[]", "skipped"
+	if it.stored != nil {
+		row.Candidate = it.stored.JSON
+	}
+	row.Tokens, row.Calls = it.proposeCost.Tokens, int32(it.proposeCost.Calls)
+	row.RuleReason = "not validated: duplicate of " + it.dup
+	row.CheckerReason = "not run: duplicate of " + it.dup
+	row.Dropped = "duplicate"
+	return row
 }
 
 // summarize computes the reported rates.

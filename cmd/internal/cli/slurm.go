@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -97,18 +99,71 @@ func contains(xs []string, x string) bool {
 }
 
 // shardableCommand reports whether a command takes --shard and can be
-// sharded (sample and train take the flag only to refuse it).
-func shardableCommand(path []string) bool {
+// sharded (sample and train take the flag only to refuse it). words is the
+// command path, optionally followed by its flags and arguments, which some
+// stages need to decide (synthesize with the openai proposer cannot be
+// sharded).
+func shardableCommand(words []string) bool {
+	path, args := splitCommand(words)
 	c := findCommand(path)
 	if c == nil || len(path) == 0 || shard.CheckShardable(path[0], shard.Spec{Index: 0, Count: 2}) != nil {
 		return false
 	}
 	for _, f := range c.Flags {
 		if contains(f.Names(), "shard") {
-			return true
+			return shardFlagRefusal(c, path, args) == nil
 		}
 	}
 	return false
+}
+
+// shardRefusals are stages that take --shard but refuse it for some of
+// their flags; each reads the flags (by name) and says why. Stage commands
+// register theirs in init.
+var shardRefusals = map[string]func(flag func(name string) string) error{}
+
+// shardFlagRefusal applies a stage's shardRefusals entry to its flags.
+func shardFlagRefusal(c *cli.Command, path, args []string) error {
+	refuse := shardRefusals[path[0]]
+	if refuse == nil {
+		return nil
+	}
+	set := flag.NewFlagSet(strings.Join(path, " "), flag.ContinueOnError)
+	set.SetOutput(io.Discard)
+	for _, f := range c.Flags {
+		if err := f.Apply(set); err != nil {
+			return err
+		}
+	}
+	if err := set.Parse(args); err != nil {
+		return err
+	}
+	return refuse(func(name string) string {
+		if f := set.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	})
+}
+
+// splitCommand splits words into the command path (the words that name
+// commands and subcommands) and the rest.
+func splitCommand(words []string) (path, rest []string) {
+	cmds := commands
+	for i, w := range words {
+		var found *cli.Command
+		for _, c := range cmds {
+			if c.Name == w || contains(c.Aliases, w) {
+				found = c
+				break
+			}
+		}
+		if found == nil {
+			return words[:i], words[i:]
+		}
+		cmds = found.Subcommands
+	}
+	return words, nil
 }
 
 // splitArgs splits a shell-quoted string into words ('...', "...", \x).
@@ -218,6 +273,14 @@ func slurmSubmit(c *cli.Context) error {
 			return usageErr("%v", err)
 		}
 		return usageErr("%s does not take --shard yet; submit it without --shards", strings.Join(path, " "))
+	case n > 0:
+		if err := shardFlagRefusal(cmd, path, args); err != nil {
+			if n == 1 {
+				n = 0
+				break
+			}
+			return usageErr("%v", err)
+		}
 	}
 	lakeLoc, err := jobLake(c.String("lake"))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/shard"
 	"github.com/cualake/cualake/pipeline/synthesize"
 	"github.com/cualake/cualake/schemas"
 )
@@ -30,8 +31,17 @@ Example:
    cualake synthesize --count 50
    cualake synthesize --without judger --seed 7 --json
    cualake synthesize --from-trajectories --count 20
-   cualake synthesize --proposer openai --endpoint http://localhost:8000/v1 --model qwen --checker builtin`,
-		Flags: []cli.Flag{lakeFlag, jsonFlag,
+   cualake synthesize --proposer openai --endpoint http://localhost:8000/v1 --model qwen --checker builtin
+   cualake synthesize --count 50 --shard 2/8   (candidates of shard 2 of 8; then cualake lake merge)
+
+Sharded (--shard I/N), every shard builds the same candidate stream (the builtin proposer's
+calls, or the trajectory candidates) up to --horizon and takes the candidates whose index
+falls in its shard through the loop; the merge replays the loop's decisions (waves, the stop
+at --count, duplicates, task ids) over them, so it commits what an unsharded run commits.
+Shards evaluate candidates an unsharded run may not reach; a merge that needs one beyond the
+horizon says so. The openai proposer cannot be sharded (its replies differ between shards).`,
+		Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag,
+			&cli.IntFlag{Name: "horizon", Usage: "sharded runs: candidates of the stream each shard considers (default: the candidate budget, always enough)"},
 			&cli.StringFlag{Name: "in", Usage: "input snapshot (default main)"},
 			&cli.StringFlag{Name: "backend", Value: "builtin", Usage: "every role's backend: builtin or openai"},
 			&cli.StringFlag{Name: "proposer", Usage: "proposer backend (default --backend)"},
@@ -90,11 +100,35 @@ func synthesizeParams(c *cli.Context) (synthesize.Params, error) {
 	return p, nil
 }
 
+func init() {
+	// A sharded synthesis merges by replaying the loop over its shards.
+	shard.RegisterStageMerge("synthesize", shard.StageMerge{Finish: synthesize.MergeShards})
+	shardRefusals["synthesize"] = func(flag func(string) string) error {
+		p := synthesize.DefaultParams()
+		p.Backend, p.Proposer, p.FromTrajectories = flag("backend"), flag("proposer"), flag("from-trajectories") == "true"
+		return synthesize.CheckShardable(p)
+	}
+}
+
 func runSynthesize(c *cli.Context) error {
 	ctx := c.Context
+	spec, err := parseShard(c, "synthesize")
+	if err != nil {
+		return err
+	}
 	p, err := synthesizeParams(c)
 	if err != nil {
 		return err
+	}
+	if spec.Sharded() {
+		if err := synthesize.CheckShardable(p); err != nil {
+			return usageErr("--shard: %v", err)
+		}
+	} else if c.IsSet("horizon") {
+		return usageErr("--horizon applies to sharded runs (--shard I/N)")
+	}
+	if c.Int("horizon") < 0 {
+		return usageErr("--horizon: want N >= 0")
 	}
 	l, err := openLake(c, true)
 	if err != nil {
@@ -127,27 +161,46 @@ func runSynthesize(c *cli.Context) error {
 			return fmt.Errorf("synthesize --from-trajectories: the input snapshot has no trajectories (run rollout first)")
 		}
 	}
-	res, err := synthesize.Run(ctx, input, p)
-	if err != nil {
-		return err
-	}
-	if err := lake.ReplaceTable(ctx, tx, schemas.Tasks, res.Tasks); err != nil {
-		return err
-	}
-	if err := lake.AppendTable(ctx, tx, schemas.SynthesisRecords, res.Records); err != nil {
-		return err
-	}
 	var inputs []string
 	if in != nil {
 		inputs = []string{in.ID}
 	}
-	params := p.Record()
-	params["pool"] = res.Summary.PoolFrom
-	params["docs"] = res.Summary.Docs
-	m, err := tx.Commit(ctx, lake.CommitInfo{Stage: "synthesize", Params: params, Seed: p.Seed, Inputs: inputs})
+	// Both paths write through shard.Output, so that a merge of fragments
+	// writes exactly the files an unsharded run writes.
+	out := shard.NewOutput(l, tx, spec)
+	defer out.Discard()
+	info := func(s synthesize.Summary) lake.CommitInfo {
+		params := p.Record()
+		params["pool"] = s.PoolFrom
+		params["docs"] = s.Docs
+		return lake.CommitInfo{Stage: "synthesize", Params: params, Seed: p.Seed, Inputs: inputs}
+	}
+	if spec.Sharded() {
+		ev, err := synthesize.Evaluate(ctx, input, p, synthesize.ShardPlan{Owns: spec.Owns, Horizon: c.Int("horizon")})
+		if err != nil {
+			return err
+		}
+		if err := synthesize.AddShardTables(out, ev); err != nil {
+			return err
+		}
+		r, err := out.Finish(ctx, info(ev.Summary))
+		if err != nil {
+			return err
+		}
+		return printFragment(c, r.Fragment, map[string]any{"evaluated": ev.Summary.Candidates, "horizon": ev.State.Horizon})
+	}
+	res, err := synthesize.Run(ctx, input, p)
 	if err != nil {
 		return err
 	}
+	if err := synthesize.AddTables(out, res); err != nil {
+		return err
+	}
+	r, err := out.Finish(ctx, info(res.Summary))
+	if err != nil {
+		return err
+	}
+	m := r.Manifest
 	ids := make([]string, len(res.Accepted))
 	for i, t := range res.Accepted {
 		ids[i] = t.TaskID
