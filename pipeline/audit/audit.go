@@ -20,6 +20,7 @@ import (
 
 	"github.com/cualake/cualake/notebooks"
 	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/shard"
 	"github.com/cualake/cualake/query"
 	"github.com/cualake/cualake/query/notebook"
 	"github.com/cualake/cualake/schemas"
@@ -125,6 +126,87 @@ func (b *builder) result(params map[string]any, headline func(schemas.Audit) boo
 	return r, nil
 }
 
+// Part is an audit of some domains only: one shard's share of an audit
+// that splits by domain (overlap, judges). Its rows are the per-domain
+// groups of its domains and the rows that do not depend on the split; the
+// totals over all domains ("all") come from the per-domain rows of every
+// part (Complete), so the unsharded audit computes them the same way.
+type Part struct {
+	Kind   string
+	Params map[string]any
+	// RowParams is the params column of every row.
+	RowParams string
+	Rows      []schemas.Audit
+	// Inputs are snapshot ids read besides the audited one.
+	Inputs []string
+}
+
+func (b *builder) part(params map[string]any) (*Part, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	return &Part{Kind: b.kind, Params: params, RowParams: b.params, Rows: b.rows}, nil
+}
+
+// Complete turns a part holding every domain into the audit's result.
+func (p *Part) Complete() (*Result, error) {
+	res, err := Complete(p.Kind, p.RowParams, p.Rows)
+	if err != nil {
+		return nil, err
+	}
+	res.Params, res.Inputs = p.Params, p.Inputs
+	return res, nil
+}
+
+// ShardableKinds are the audits that split by domain, with Complete.
+var ShardableKinds = map[string]func(b *builder, domains map[string]map[string]schemas.Audit) error{
+	KindOverlap: overlapTotals,
+	KindJudges:  judgesTotals,
+}
+
+// Complete is the audit of kind from the rows of its parts (one or every
+// shard's): per-domain rows as they are, the rows every part computes alike
+// once (they must agree), and the totals over all domains. The result's
+// Params are left to the caller.
+func Complete(kind, rowParams string, rows []schemas.Audit) (*Result, error) {
+	totals, ok := ShardableKinds[kind]
+	if !ok {
+		return nil, fmt.Errorf("audit %s does not split by domain", kind)
+	}
+	b := &builder{kind: kind, params: rowParams}
+	domains := map[string]map[string]schemas.Audit{}
+	shared := map[string]schemas.Audit{}
+	for _, r := range rows {
+		if r.Kind != kind || r.Params != rowParams {
+			return nil, fmt.Errorf("audit %s: a part holds a row of another audit (%s/%s/%s)", kind, r.Kind, r.Metric, r.Group)
+		}
+		key := schemas.Audits.KeyOf(&r)
+		if r.Group == GroupAll {
+			if prev, ok := shared[key]; ok {
+				if prev != r {
+					return nil, fmt.Errorf("audit %s: parts disagree about %s (did they read the same input?)", kind, key)
+				}
+				continue
+			}
+			shared[key] = r
+			b.rows = append(b.rows, r)
+			continue
+		}
+		if domains[r.Group] == nil {
+			domains[r.Group] = map[string]schemas.Audit{}
+		}
+		if _, dup := domains[r.Group][r.Metric]; dup {
+			return nil, fmt.Errorf("audit %s: two parts audited domain %q (%s): fragments of a bad --shard?", kind, r.Group, key)
+		}
+		domains[r.Group][r.Metric] = r
+		b.rows = append(b.rows, r)
+	}
+	if err := totals(b, domains); err != nil {
+		return nil, err
+	}
+	return b.result(nil, func(r schemas.Audit) bool { return r.Group == GroupAll })
+}
+
 // isAllGroup is the default headline: totals ("all", "<x>/all").
 func isAllGroup(r schemas.Audit) bool {
 	return r.Group == GroupAll || strings.HasSuffix(r.Group, "/"+GroupAll)
@@ -158,34 +240,90 @@ func Commit(ctx context.Context, l *lake.Lake, ref string, res *Result) (*lake.M
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", res.Kind, err)
 	}
-	old, err := lake.ReadTable(ctx, l, tx.Base(), schemas.Audits)
+	// Through shard.Output, as the merge of a sharded audit writes.
+	out := shard.NewOutput(l, tx, shard.Spec{})
+	defer out.Discard()
+	if err := AddRows(ctx, l, tx.Base(), out, res.Kind, res.Rows); err != nil {
+		return nil, err
+	}
+	r, err := out.Finish(ctx, CommitInfo(tx.Parent(), res.Kind, res.Params, res.Inputs))
 	if err != nil {
-		return nil, fmt.Errorf("audit %s: read the parent's audits: %w", res.Kind, err)
-	}
-	var rows []schemas.Audit
-	for _, r := range old {
-		if r.Kind != res.Kind {
-			rows = append(rows, r)
-		}
-	}
-	rows = append(rows, res.Rows...)
-	if err := lake.ReplaceTable(ctx, tx, schemas.Audits, rows); err != nil {
 		return nil, fmt.Errorf("audit %s: %w", res.Kind, err)
 	}
+	return r.Manifest, nil
+}
+
+// CommitInfo is what the snapshot of an audit records.
+func CommitInfo(parent, kind string, resParams map[string]any, resInputs []string) lake.CommitInfo {
 	inputs := []string{}
-	if p := tx.Parent(); p != "" {
-		inputs = append(inputs, p)
+	if parent != "" {
+		inputs = append(inputs, parent)
 	}
-	inputs = append(inputs, res.Inputs...)
-	params := map[string]any{"kind": res.Kind}
-	for k, v := range res.Params {
+	inputs = append(inputs, resInputs...)
+	params := map[string]any{"kind": kind}
+	for k, v := range resParams {
 		params[k] = v
 	}
-	m, err := tx.Commit(ctx, lake.CommitInfo{Stage: "audit", Params: params, Inputs: inputs})
+	return lake.CommitInfo{Stage: "audit", Params: params, Inputs: inputs}
+}
+
+// AddRows writes the audits table of the snapshot after base to out: base's
+// rows of other kinds and rows.
+func AddRows(ctx context.Context, l *lake.Lake, base *lake.Manifest, out *shard.Output, kind string, rows []schemas.Audit) error {
+	old, err := lake.ReadTable(ctx, l, base, schemas.Audits)
 	if err != nil {
-		return nil, fmt.Errorf("audit %s: %w", res.Kind, err)
+		return fmt.Errorf("audit %s: read the parent's audits: %w", kind, err)
 	}
-	return m, nil
+	t := shard.NewTable(out, schemas.Audits, shard.TableOptions{Chunk: lake.MaxFileRows, Replace: true})
+	for _, r := range old {
+		if r.Kind != kind {
+			if err := t.Add(r); err != nil {
+				return err
+			}
+		}
+	}
+	return t.Add(rows...)
+}
+
+// AddPart writes one shard's part of an audit to its fragment (the merge,
+// MergeShards, completes it).
+func AddPart(out *shard.Output, part *Part) error {
+	t := shard.NewTable(out, schemas.Audits, shard.TableOptions{Chunk: lake.MaxFileRows})
+	out.Summary = partSummary{Kind: part.Kind, RowParams: part.RowParams, Rows: len(part.Rows)}
+	return t.Add(part.Rows...)
+}
+
+type partSummary struct {
+	Kind      string `json:"kind"`
+	RowParams string `json:"row_params"`
+	Rows      int    `json:"rows"`
+}
+
+// MergeShards is the audit stage's shard.StageMerge: it completes the
+// shards' parts (totals over all domains) and writes the audits table as
+// the unsharded audit does.
+func MergeShards(ctx context.Context, in *shard.MergeInput) (bool, error) {
+	var first partSummary
+	for i, f := range in.Fragments {
+		var s partSummary
+		if err := json.Unmarshal(f.Summary, &s); err != nil || s.Kind == "" {
+			return false, fmt.Errorf("%s: %w: no audit part in its summary (%v)", f.Key(), lake.ErrCorrupt, err)
+		}
+		if i == 0 {
+			first = s
+		} else if s.Kind != first.Kind || s.RowParams != first.RowParams {
+			return false, fmt.Errorf("shards 0 and %d ran different audits", i)
+		}
+	}
+	rows, err := shard.ReadFragmentRows(ctx, in.Lake, in.Fragments, schemas.Audits)
+	if err != nil {
+		return false, err
+	}
+	res, err := Complete(first.Kind, first.RowParams, rows)
+	if err != nil {
+		return false, err
+	}
+	return true, AddRows(ctx, in.Lake, in.Base, in.Out, first.Kind, res.Rows)
 }
 
 // NotebookName is the shipped notebook that renders an audit's report.

@@ -195,6 +195,17 @@ const (
 // ended in error have no judge decision and are counted as unjudged; labels
 // naming no trajectory of the snapshot are counted as unmatched.
 func JudgesAgreement(trajs []schemas.Trajectory, tasks []schemas.Task, labels *Labels) (*Result, error) {
+	part, err := JudgesPart(trajs, tasks, labels, nil)
+	if err != nil {
+		return nil, err
+	}
+	return part.Complete()
+}
+
+// JudgesPart is the judges audit of the labelled trajectories whose domain
+// owns accepts (every one when nil): their per-domain rows, and the
+// unmatched and unjudged labels. Part.Complete adds the totals.
+func JudgesPart(trajs []schemas.Trajectory, tasks []schemas.Task, labels *Labels, owns func(domain string) bool) (*Part, error) {
 	params := map[string]any{"labels": labels.Path, "labels_sha256": labels.SHA256, "labels_count": len(labels.Items),
 		"judge_success": "outcome = success"}
 	b := newBuilder(KindJudges, params)
@@ -210,7 +221,7 @@ func JudgesAgreement(trajs []schemas.Trajectory, tasks []schemas.Task, labels *L
 		n, valid, agree int64
 		fp, fn          []string
 	}
-	groups := map[string]*tally{GroupAll: {}}
+	groups := map[string]*tally{}
 	var unmatched, unjudged []string
 	items := append([]Label(nil), labels.Items...)
 	sort.Slice(items, func(a, b int) bool { return items[a].TrajectoryID < items[b].TrajectoryID })
@@ -224,53 +235,106 @@ func JudgesAgreement(trajs []schemas.Trajectory, tasks []schemas.Task, labels *L
 			unjudged = append(unjudged, l.TrajectoryID)
 			continue
 		}
-		domain := tr.Domain
-		if domain == "" {
-			domain = taskDomain[tr.TaskID]
-		}
-		if domain == "" {
-			domain = "unknown"
+		domain := JudgesDomain(tr, taskDomain)
+		if owns != nil && !owns(domain) {
+			continue
 		}
 		judge := tr.Outcome == schemas.OutcomeSuccess
-		for _, g := range []string{domain, GroupAll} {
-			t := groups[g]
-			if t == nil {
-				t = &tally{}
-				groups[g] = t
-			}
-			t.n++
-			if l.Success {
-				t.valid++
-			}
-			switch {
-			case judge == l.Success:
-				t.agree++
-			case judge:
-				t.fp = append(t.fp, l.TrajectoryID)
-			default:
-				t.fn = append(t.fn, l.TrajectoryID)
-			}
+		t := groups[domain]
+		if t == nil {
+			t = &tally{}
+			groups[domain] = t
+		}
+		t.n++
+		if l.Success {
+			t.valid++
+		}
+		switch {
+		case judge == l.Success:
+			t.agree++
+		case judge:
+			t.fp = append(t.fp, l.TrajectoryID)
+		default:
+			t.fn = append(t.fn, l.TrajectoryID)
 		}
 	}
-	ids := func(xs []string) map[string]any { return map[string]any{"trajectories": listed(xs), "total": len(xs)} }
-	var macro float64
-	domains := 0
 	for _, g := range sortedKeys(groups) {
 		t := groups[g]
 		b.add(MetricN, g, float64(t.n), t.n, nil)
 		b.rate(MetricHumanValid, g, t.valid, t.n, nil)
 		b.rate(MetricAgreement, g, t.agree, t.n, nil)
-		b.add(MetricFP, g, float64(len(t.fp)), int64(len(t.fp)), ids(t.fp))
-		b.add(MetricFN, g, float64(len(t.fn)), int64(len(t.fn)), ids(t.fn))
-		if g != GroupAll && t.n > 0 {
-			macro += float64(t.agree) / float64(t.n)
-			domains++
+		b.add(MetricFP, g, float64(len(t.fp)), int64(len(t.fp)), ids(t.fp, len(t.fp)))
+		b.add(MetricFN, g, float64(len(t.fn)), int64(len(t.fn)), ids(t.fn, len(t.fn)))
+	}
+	b.add(MetricUnmatchedLabels, GroupAll, float64(len(unmatched)), int64(len(unmatched)), ids(unmatched, len(unmatched)))
+	b.add(MetricUnjudged, GroupAll, float64(len(unjudged)), int64(len(unjudged)), ids(unjudged, len(unjudged)))
+	return b.part(params)
+}
+
+// JudgesDomain is the domain a labelled trajectory counts in: its own, else
+// its task's, else "unknown".
+func JudgesDomain(tr *schemas.Trajectory, taskDomain map[string]string) string {
+	domain := tr.Domain
+	if domain == "" {
+		domain = taskDomain[tr.TaskID]
+	}
+	if domain == "" {
+		domain = "unknown"
+	}
+	return domain
+}
+
+// ids is the breakdown of a list of trajectory ids (the first MaxListed)
+// and how many there are.
+func ids(xs []string, total int) map[string]any {
+	return map[string]any{"trajectories": listed(xs), "total": total}
+}
+
+// idList reads an ids breakdown.
+type idList struct {
+	Trajectories []string `json:"trajectories"`
+	Total        int      `json:"total"`
+}
+
+// judgesTotals adds the "all" rows of the judges audit from its per-domain
+// rows: sums, the first false positives and negatives of all domains in id
+// order, and the macro agreement (mean of the domains' agreement).
+func judgesTotals(b *builder, domains map[string]map[string]schemas.Audit) error {
+	var n, valid, agree int64
+	var macro float64
+	count := 0
+	lists := map[string][]string{}
+	totals := map[string]int{}
+	for _, g := range sortedKeys(domains) {
+		d := domains[g]
+		dn := d[MetricN].Count
+		n += dn
+		valid += d[MetricHumanValid].Count
+		agree += d[MetricAgreement].Count
+		if dn > 0 {
+			macro += float64(d[MetricAgreement].Count) / float64(dn)
+			count++
+		}
+		for _, m := range []string{MetricFP, MetricFN} {
+			var l idList
+			if err := json.Unmarshal([]byte(d[m].Breakdown), &l); err != nil {
+				return fmt.Errorf("audit judges: %s/%s breakdown: %w", m, g, err)
+			}
+			lists[m] = append(lists[m], l.Trajectories...)
+			totals[m] += l.Total
 		}
 	}
-	if domains > 0 {
-		b.add(MetricMacroAgreement, GroupAll, macro/float64(domains), int64(domains), nil)
+	b.add(MetricN, GroupAll, float64(n), n, nil)
+	b.rate(MetricHumanValid, GroupAll, valid, n, nil)
+	b.rate(MetricAgreement, GroupAll, agree, n, nil)
+	for _, m := range []string{MetricFP, MetricFN} {
+		// Each domain's ids are sorted, and a trajectory is in one domain.
+		l := lists[m]
+		sort.SliceStable(l, func(a, b int) bool { return l[a] < l[b] })
+		b.add(m, GroupAll, float64(totals[m]), int64(totals[m]), ids(l, totals[m]))
 	}
-	b.add(MetricUnmatchedLabels, GroupAll, float64(len(unmatched)), int64(len(unmatched)), ids(unmatched))
-	b.add(MetricUnjudged, GroupAll, float64(len(unjudged)), int64(len(unjudged)), ids(unjudged))
-	return b.result(params, func(r schemas.Audit) bool { return r.Group == GroupAll })
+	if count > 0 {
+		b.add(MetricMacroAgreement, GroupAll, macro/float64(count), int64(count), nil)
+	}
+	return nil
 }

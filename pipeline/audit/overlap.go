@@ -104,6 +104,20 @@ func round4(f float64) *float64 {
 // training tasks flagged, per training domain and over all; the offending
 // pairs are the breakdown.
 func OverlapPools(train, eval Pool, threshold float64) (*Result, error) {
+	part, err := OverlapPart(train, eval, threshold, nil)
+	if err != nil {
+		return nil, err
+	}
+	return part.Complete()
+}
+
+// overlapMetrics are the per-task flags of the overlap audit.
+var overlapMetrics = []string{MetricExactJSON, MetricInstructionDup, MetricNearDup, MetricJudgeReuse}
+
+// OverlapPart is the overlap audit of the training tasks whose domain owns
+// accepts (every one when nil): their per-domain rows, and the evaluation
+// pool's row. Part.Complete adds the totals over all domains.
+func OverlapPart(train, eval Pool, threshold float64, owns func(domain string) bool) (*Part, error) {
 	if threshold <= 0.5 || threshold > 1 {
 		return nil, fmt.Errorf("overlap: threshold %v: want a value in (0.5, 1]", threshold)
 	}
@@ -114,6 +128,15 @@ func OverlapPools(train, eval Pool, threshold float64) (*Result, error) {
 	}
 	b := newBuilder(KindOverlap, params)
 	train.Items, eval.Items = byID(train.Items), byID(eval.Items)
+	if owns != nil {
+		var mine []Item
+		for _, it := range train.Items {
+			if owns(it.Domain) {
+				mine = append(mine, it)
+			}
+		}
+		train.Items = mine
+	}
 
 	exact := map[[32]byte][]int{}
 	instr := map[string][]int{}
@@ -140,7 +163,6 @@ func OverlapPools(train, eval Pool, threshold float64) (*Result, error) {
 		near[m.train] = append(near[m.train], m)
 	}
 
-	metrics := []string{MetricExactJSON, MetricInstructionDup, MetricNearDup, MetricJudgeReuse}
 	type tally struct {
 		n       int64
 		flagged map[string]int64
@@ -153,7 +175,6 @@ func OverlapPools(train, eval Pool, threshold float64) (*Result, error) {
 		}
 		return groups[g]
 	}
-	get(GroupAll)
 	for i, it := range train.Items {
 		found := map[string][]Pair{}
 		pair := func(j int) Pair {
@@ -182,27 +203,59 @@ func OverlapPools(train, eval Pool, threshold float64) (*Result, error) {
 				found[MetricJudgeReuse] = append(found[MetricJudgeReuse], p)
 			}
 		}
-		for _, g := range []string{it.Domain, GroupAll} {
-			t := get(g)
-			t.n++
-			for _, metric := range metrics {
-				if ps := found[metric]; len(ps) > 0 {
-					t.flagged[metric]++
-					t.pairs[metric] = append(t.pairs[metric], ps...)
-				}
+		t := get(it.Domain)
+		t.n++
+		for _, metric := range overlapMetrics {
+			if ps := found[metric]; len(ps) > 0 {
+				t.flagged[metric]++
+				t.pairs[metric] = append(t.pairs[metric], ps...)
 			}
 		}
 	}
 	for _, g := range sortedKeys(groups) {
 		t := groups[g]
 		b.add(MetricTrainTasks, g, float64(t.n), t.n, nil)
-		for _, metric := range metrics {
+		for _, metric := range overlapMetrics {
 			ps := t.pairs[metric]
 			b.rate(metric, g, t.flagged[metric], t.n, pairList{Pairs: listed(ps), Total: len(ps), Truncated: len(ps) > MaxListed})
 		}
 	}
 	b.add(MetricEvalTasks, GroupAll, float64(len(eval.Items)), int64(len(eval.Items)), map[string]any{"domains": evalDomains})
-	return b.result(params, func(r schemas.Audit) bool { return r.Group == GroupAll })
+	return b.part(params)
+}
+
+// overlapTotals adds the "all" rows of the overlap audit from its
+// per-domain rows: sums, and the first pairs of all domains in training
+// task order (each domain lists its first MaxListed, enough for that).
+func overlapTotals(b *builder, domains map[string]map[string]schemas.Audit) error {
+	var n int64
+	for _, d := range domains {
+		n += d[MetricTrainTasks].Count
+	}
+	b.add(MetricTrainTasks, GroupAll, float64(n), n, nil)
+	for _, metric := range overlapMetrics {
+		var flagged int64
+		var all []Pair
+		total := 0
+		for _, g := range sortedKeys(domains) {
+			r, ok := domains[g][metric]
+			if !ok {
+				continue
+			}
+			var pl pairList
+			if err := json.Unmarshal([]byte(r.Breakdown), &pl); err != nil {
+				return fmt.Errorf("audit overlap: %s/%s breakdown: %w", metric, g, err)
+			}
+			flagged += r.Count
+			total += pl.Total
+			all = append(all, pl.Pairs...)
+		}
+		// Each domain's pairs are in training task order, and a task is in
+		// one domain: a stable sort by task id merges them.
+		sort.SliceStable(all, func(a, b int) bool { return all[a].Train < all[b].Train })
+		b.rate(metric, GroupAll, flagged, n, pairList{Pairs: listed(all), Total: total, Truncated: total > MaxListed})
+	}
+	return nil
 }
 
 // byID returns items sorted by id, so results do not depend on the order

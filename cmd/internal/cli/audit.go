@@ -12,6 +12,7 @@ import (
 
 	"github.com/cualake/cualake/pipeline/audit"
 	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/shard"
 	"github.com/cualake/cualake/query/notebook"
 	"github.com/cualake/cualake/schemas"
 )
@@ -49,15 +50,38 @@ var auditExamples = map[string]string{
 	audit.KindHealth:    "cualake audit health --p-min 0.1 --p-max 0.9 --json",
 }
 
+// kindFlags returns the flags of an audit kind: the shared ones, and
+// --shard for the kinds that split by domain.
+func auditKindFlags(kind string) []cli.Flag {
+	if _, ok := audit.ShardableKinds[kind]; ok {
+		return append(append([]cli.Flag{}, auditFlags...), shardFlag)
+	}
+	return auditFlags
+}
+
+const auditShardHelp = `
+
+Sharded (--shard I/N), the shard audits the domains whose name falls in its shard (training
+domains for overlap, trajectory domains for judges) and writes a fragment; cualake lake merge
+--stage audit adds the totals over all domains from the shards' per-domain rows and commits
+what the unsharded audit commits (no report: cualake notebook run audit-KIND --at SNAPSHOT).`
+
 func init() {
+	shard.RegisterStageMerge("audit", shard.StageMerge{Finish: audit.MergeShards})
 	var subs []*cli.Command
 	for _, kind := range audit.Kinds {
 		kind := kind
+		desc := "Commits a snapshot (stage audit) whose audits table holds this kind's rows; other kinds' rows carry over.\nExample:\n   " + auditExamples[kind]
+		if _, ok := audit.ShardableKinds[kind]; ok {
+			desc += "\n   cualake audit " + kind + " --shard 1/4   (then cualake lake merge --stage audit)" + auditShardHelp
+		} else {
+			desc += "\n\nNot shardable: one query over the whole snapshot, grouped by strategy, configuration or iteration rather than domain."
+		}
 		subs = append(subs, &cli.Command{
 			Name:        kind,
 			Usage:       auditKinds[kind],
-			Description: "Commits a snapshot (stage audit) whose audits table holds this kind's rows; other kinds' rows carry over.\nExample:\n   " + auditExamples[kind],
-			Flags:       auditFlags,
+			Description: desc,
+			Flags:       auditKindFlags(kind),
 			Action:      func(c *cli.Context) error { return runAudit(c, kind) },
 		})
 	}
@@ -103,7 +127,7 @@ func auditDispatch(c *cli.Context) error {
 	}
 	args = append(args, c.Args().Tail()...)
 	app := &cli.App{Name: c.App.Name, Writer: c.App.Writer, ErrWriter: c.App.ErrWriter, ExitErrHandler: func(*cli.Context, error) {},
-		Commands: []*cli.Command{{Name: kind, Flags: auditFlags, Action: func(cc *cli.Context) error { return runAudit(cc, kind) }}}}
+		Commands: []*cli.Command{{Name: kind, Flags: auditKindFlags(kind), Action: func(cc *cli.Context) error { return runAudit(cc, kind) }}}}
 	return app.RunContext(c.Context, args)
 }
 
@@ -166,6 +190,13 @@ func runAudit(c *cli.Context, kind string) error {
 			return usageErr("--%s applies to audit %s, not %s", name, k, kind)
 		}
 	}
+	spec, err := parseShard(c, "audit")
+	if err != nil {
+		return err
+	}
+	if spec.Sharded() && flagSet(c, "report") {
+		return usageErr("--report applies to unsharded audits; render the merged snapshot with cualake notebook run audit-%s --at SNAPSHOT", kind)
+	}
 	ctx := c.Context
 	opt := lake.OpenOptions{CacheDir: fString(c, "cache"), Endpoint: fString(c, "s3-endpoint"), Region: fString(c, "s3-region")}
 	l, err := lake.OpenURL(ctx, fString(c, "lake"), false, opt)
@@ -177,12 +208,19 @@ func runAudit(c *cli.Context, kind string) error {
 		return err
 	}
 	in := audit.Input{Lake: l, Snapshot: m}
+	// Overlap and judges split by domain: a shard audits its domains, the
+	// whole audit (or the merge) adds the totals.
+	var owns func(domain string) bool
+	if spec.Sharded() {
+		owns = spec.Owns
+	}
+	var part *audit.Part
 	var res *audit.Result
 	switch kind {
 	case audit.KindOverlap:
-		res, err = runOverlap(c, in)
+		part, err = runOverlap(c, in, owns)
 	case audit.KindJudges:
-		res, err = runJudges(c, in)
+		part, err = runJudges(c, in, owns)
 	case audit.KindVerifier:
 		res, err = audit.Verifier(ctx, in)
 	case audit.KindSynthesis:
@@ -194,6 +232,27 @@ func runAudit(c *cli.Context, kind string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if spec.Sharded() {
+		tx, err := l.Begin(ctx, m.ID)
+		if err != nil {
+			return err
+		}
+		out := shard.NewOutput(l, tx, spec)
+		defer out.Discard()
+		if err := audit.AddPart(out, part); err != nil {
+			return err
+		}
+		r, err := out.Finish(ctx, audit.CommitInfo(tx.Parent(), kind, part.Params, part.Inputs))
+		if err != nil {
+			return err
+		}
+		return printFragment(c, r.Fragment, map[string]any{"kind": kind})
+	}
+	if part != nil {
+		if res, err = part.Complete(); err != nil {
+			return err
+		}
 	}
 	next, err := audit.Commit(ctx, l, m.ID, res)
 	if err != nil {
@@ -254,7 +313,7 @@ func writeAuditRows(w interface{ Write([]byte) (int, error) }, rows []schemas.Au
 	w.Write(b.Bytes())
 }
 
-func runOverlap(c *cli.Context, in audit.Input) (*audit.Result, error) {
+func runOverlap(c *cli.Context, in audit.Input, owns func(string) bool) (*audit.Part, error) {
 	ctx := c.Context
 	tasks, err := lake.ReadTable(ctx, in.Lake, in.Snapshot, schemas.Tasks)
 	if err != nil {
@@ -299,7 +358,7 @@ func runOverlap(c *cli.Context, in audit.Input) (*audit.Result, error) {
 		fmt.Fprintf(c.App.ErrWriter, "warning: audit overlap: %d training and %d evaluation tasks; nothing to compare (pools: %v against %v)\n",
 			len(train.Items), len(eval.Items), train.Desc, eval.Desc)
 	}
-	res, err := audit.OverlapPools(train, eval, fFloat(c, "threshold"))
+	res, err := audit.OverlapPart(train, eval, fFloat(c, "threshold"), owns)
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +369,7 @@ func runOverlap(c *cli.Context, in audit.Input) (*audit.Result, error) {
 	return res, nil
 }
 
-func runJudges(c *cli.Context, in audit.Input) (*audit.Result, error) {
+func runJudges(c *cli.Context, in audit.Input, owns func(string) bool) (*audit.Part, error) {
 	path := fString(c, "labels")
 	if path == "" {
 		return nil, usageErr("audit judges needs --labels FILE (CSV or JSONL: trajectory_id, human success|failure)")
@@ -327,7 +386,7 @@ func runJudges(c *cli.Context, in audit.Input) (*audit.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit judges: %w", err)
 	}
-	return audit.JudgesAgreement(trajs, tasks, labels)
+	return audit.JudgesPart(trajs, tasks, labels, owns)
 }
 
 // writeReport writes a rendered report atomically, creating its folder.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/schemas"
 )
 
 // Sharded synthesize, audit and import: the merged snapshot equals the
@@ -187,5 +188,58 @@ func TestShardableStagesForSlurm(t *testing.T) {
 		if got := shardableCommand(c.words); got != c.want {
 			t.Errorf("shardableCommand(%q) = %v, want %v", c.words, got, c.want)
 		}
+	}
+}
+
+func TestShardedAuditEqualsUnsharded(t *testing.T) {
+	base, m := fixtureLake(t)
+	ctx := context.Background()
+	l, err := lake.OpenDir(ctx, base, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trajs, err := lake.ReadTable(ctx, l, m, schemas.Trajectories)
+	if err != nil || len(trajs) < 10 {
+		t.Fatalf("fixture trajectories: %d %v", len(trajs), err)
+	}
+	var csv strings.Builder
+	csv.WriteString("trajectory_id,human\n")
+	for i, tr := range trajs {
+		fmt.Fprintf(&csv, "%s,%v\n", tr.TrajectoryID, map[bool]string{true: "success", false: "failure"}[i%3 != 0])
+	}
+	csv.WriteString("nope-1,success\n")
+	labels := filepath.Join(t.TempDir(), "labels.csv")
+	if err := os.WriteFile(labels, []byte(csv.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for kind, args := range map[string][]string{"overlap": {"--pools", "source"}, "judges": {"--labels", labels}} {
+		path := []string{"audit", kind}
+		report := []string{"--report", filepath.Join(t.TempDir(), "r.html")}
+		want := runSnapshot(t, stageArgs(path, copyLake(t, base), m.ID, "", append(report, args...))...)
+		for _, n := range []int{1, 2, 3, 7} {
+			if got := shardedStage(t, copyLake(t, base), "audit", m.ID, n, path, args...); got != want {
+				t.Fatalf("%s N=%d: merged snapshot %s, unsharded %s", kind, n, got, want)
+			}
+		}
+		checkRerunAndMissing(t, copyLake(t, base), "audit", m.ID, path, args...)
+	}
+	// A second audit on top keeps the first one's rows, sharded or not.
+	dir := copyLake(t, base)
+	first := shardedStage(t, dir, "audit", m.ID, 3, []string{"audit", "overlap"})
+	ref := copyLake(t, base)
+	runSnapshot(t, stageArgs([]string{"audit", "overlap"}, ref, m.ID, "", []string{"--report", filepath.Join(t.TempDir(), "r.html")})...)
+	want := runSnapshot(t, stageArgs([]string{"audit", "judges"}, ref, first, "", []string{"--labels", labels, "--report", filepath.Join(t.TempDir(), "r.html")})...)
+	if got := shardedStage(t, dir, "audit", first, 2, []string{"audit", "judges"}, "--labels", labels); got != want {
+		t.Fatalf("judges after overlap: merged %s, unsharded %s", got, want)
+	}
+	// Kinds that do not split by domain have no --shard.
+	if _, err := run(t, "audit", "health", "--lake", dir, "--shard", "0/2"); err == nil || !strings.Contains(err.Error(), "shard") {
+		t.Fatalf("audit health --shard: %v", err)
+	}
+	if _, err := run(t, "audit", "overlap", "--lake", dir, "--shard", "0/2", "--report", "x.html"); ExitCode(err) != ExitUsage {
+		t.Fatalf("audit overlap --shard --report: %v", err)
+	}
+	if !shardableCommand([]string{"audit", "overlap"}) || shardableCommand([]string{"audit", "health"}) {
+		t.Fatal("slurm: audit overlap should shard, audit health not")
 	}
 }
