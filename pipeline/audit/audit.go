@@ -299,6 +299,11 @@ type partSummary struct {
 	Rows      int    `json:"rows"`
 }
 
+func init() {
+	// A sharded audit merges by completing its parts (totals over domains).
+	shard.RegisterStageMerge("audit", shard.StageMerge{Finish: MergeShards})
+}
+
 // MergeShards is the audit stage's shard.StageMerge: it completes the
 // shards' parts (totals over all domains) and writes the audits table as
 // the unsharded audit does.

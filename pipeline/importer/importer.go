@@ -16,6 +16,7 @@ import (
 	"github.com/cualake/cualake/pipeline/importer/osworld"
 	"github.com/cualake/cualake/pipeline/importer/record"
 	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/shard"
 	"github.com/cualake/cualake/schemas"
 )
 
@@ -38,8 +39,9 @@ var ErrRejected = errors.New("bad input records")
 
 // Defaults for Options.
 const (
-	DefaultChunkRows  = 64 * 1024
-	DefaultChunkBytes = 32 << 20
+	DefaultChunkRows     = 64 * 1024
+	DefaultStepChunkRows = 8192 // steps can be large (responses, trees)
+	DefaultBlobChunkRows = 512  // as rollout's: screenshots
 	// maxListedRejects bounds the rejects a report lists (all are counted).
 	maxListedRejects = 100
 )
@@ -52,10 +54,23 @@ type Options struct {
 	// Quarantine commits the good records and puts bad ones into rejects;
 	// without it a bad record fails the import and nothing is committed.
 	Quarantine bool
-	Workers    int                   // osworld-results: parallel episode readers (0: one per CPU)
-	ChunkRows  int                   // rows per data file of tasks, trajectories, steps, rejects
-	ChunkBytes int64                 // blob bytes per blobs data file
-	Progress   func(done, total int) // optional
+	Workers    int // osworld-results: parallel episode readers (0: one per CPU)
+	// Rows per data file (and buffered in memory before a sorted run is
+	// spilled): ChunkRows for tasks, trajectories and rejects,
+	// StepChunkRows for steps, BlobChunkRows for blobs. They shape the
+	// files, so sharded and unsharded runs must use the same ones.
+	ChunkRows, StepChunkRows, BlobChunkRows int
+	Progress                                func(done, total int) // optional
+	// In is the snapshot to import on top of ("" is main's head).
+	In string
+	// Shard, when sharded, imports only the files of one shard and writes
+	// a fragment (Report.Fragment) instead of committing: osworld-tasks
+	// by task file, keyed by its id (so copies of one id in two domains
+	// meet in one shard); osworld-results by episode folder; jsonl by input
+	// file, reading the files before its own (without writing them) so
+	// that a record already given in an earlier file is skipped as it is
+	// in an unsharded import.
+	Shard shard.Spec
 }
 
 // Counts are rows added by an import and rows it found already present
@@ -89,6 +104,8 @@ type Report struct {
 	Quarantined  int          `json:"quarantined"` // rejects rows written (new ones only)
 	Rejects      []RejectInfo `json:"rejects"`     // the first 100
 	Missing      []string     `json:"missing"`     // osworld-tasks --index: domain/id named but absent
+	// Fragment is the fragment a sharded import wrote (nothing committed).
+	Fragment *shard.Fragment `json:"-"`
 }
 
 // params is what the snapshot records about the import.
@@ -118,10 +135,13 @@ func Run(ctx context.Context, l *lake.Lake, opts Options) (*Report, error) {
 	if opts.ChunkRows <= 0 {
 		opts.ChunkRows = DefaultChunkRows
 	}
-	if opts.ChunkBytes <= 0 {
-		opts.ChunkBytes = DefaultChunkBytes
+	if opts.StepChunkRows <= 0 {
+		opts.StepChunkRows = min(DefaultStepChunkRows, opts.ChunkRows)
 	}
-	tx, err := l.Begin(ctx, "")
+	if opts.BlobChunkRows <= 0 {
+		opts.BlobChunkRows = min(DefaultBlobChunkRows, opts.ChunkRows)
+	}
+	tx, err := l.Begin(ctx, opts.In)
 	if err != nil {
 		return nil, err
 	}
@@ -129,11 +149,17 @@ func Run(ctx context.Context, l *lake.Lake, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer c.out.Discard()
 	rep := c.rep
 	rep.Kind, rep.Paths, rep.Parent, rep.Snapshot = opts.Kind, opts.Paths, tx.Parent(), tx.Parent()
+	spec := opts.Shard
 	switch opts.Kind {
 	case KindOSWorldTasks:
-		res, err := osworld.ReadTasks(ctx, opts.Paths[0], opts.Index, c)
+		var keep func(domain, id string) bool
+		if spec.Sharded() {
+			keep = func(_, id string) bool { return spec.Owns(id) }
+		}
+		res, err := osworld.ReadTasksFiltered(ctx, opts.Paths[0], opts.Index, keep, c)
 		if err != nil {
 			return rep, fmt.Errorf("import %s: %w", opts.Kind, err)
 		}
@@ -141,11 +167,34 @@ func Run(ctx context.Context, l *lake.Lake, opts Options) (*Report, error) {
 			rep.Missing = res.Missing
 		}
 	case KindOSWorldResults:
-		if _, err := osworld.ReadResults(ctx, opts.Paths[0], opts.Workers, c); err != nil {
+		var keep func(p *osworld.EpisodePath) bool
+		if spec.Sharded() {
+			keep = func(p *osworld.EpisodePath) bool { return spec.Owns(p.Rel) }
+		}
+		if _, err := osworld.ReadResultsFiltered(ctx, opts.Paths[0], opts.Workers, keep, c); err != nil {
 			return rep, fmt.Errorf("import %s: %w", opts.Kind, err)
 		}
 	case KindJSONL:
-		if err := jsonl.ReadFiles(ctx, opts.Paths, c); err != nil {
+		// Files are the shards' keys. A record whose task or trajectory an
+		// earlier file gave is present, not added: a shard reads the files
+		// before its last own one, writing nothing, to know them.
+		last := -1
+		for i, f := range opts.Paths {
+			if spec.Owns(f) {
+				last = i
+			}
+		}
+		claims := claimSink{c}
+		sinkFor := func(i int) record.Sink {
+			switch {
+			case spec.Owns(opts.Paths[i]):
+				return c
+			case i < last:
+				return claims
+			}
+			return nil
+		}
+		if err := jsonl.ReadFilesWith(ctx, opts.Paths, sinkFor); err != nil {
 			return rep, fmt.Errorf("import %s: %w", opts.Kind, err)
 		}
 	}
@@ -157,49 +206,86 @@ func Run(ctx context.Context, l *lake.Lake, opts Options) (*Report, error) {
 		return rep, fmt.Errorf("import %s: %w: %d bad record(s), first %s:%d field %s: %s; nothing committed (--quarantine commits the good ones and keeps the bad ones in rejects)",
 			opts.Kind, ErrRejected, rep.Rejected, first.File, first.Line, first.Field, first.Reason)
 	}
-	if err := c.flushAll(); err != nil {
-		return rep, fmt.Errorf("import %s: %w", opts.Kind, err)
-	}
-	if !c.changed {
+	if !spec.Sharded() && !c.changed() {
 		return rep, nil // everything was already there: no empty snapshot
 	}
+	res, err := c.out.Finish(ctx, CommitInfo(opts))
+	if err != nil {
+		return rep, fmt.Errorf("import %s: %w", opts.Kind, err)
+	}
+	if res.Fragment != nil {
+		rep.Fragment = res.Fragment
+		return rep, nil
+	}
+	rep.Snapshot, rep.Committed = res.Manifest.ID, true
+	return rep, nil
+}
+
+func init() {
+	// A sharded import merges as any other stage, except that, as the
+	// unsharded import, it commits nothing when nothing is new.
+	shard.RegisterStageMerge(Stage, shard.StageMerge{SkipEmpty: true})
+}
+
+// CommitInfo is what an import's snapshot records.
+func CommitInfo(opts Options) lake.CommitInfo {
 	var path any = opts.Paths[0]
 	if len(opts.Paths) > 1 {
 		path = opts.Paths
 	}
-	m, err := tx.Commit(ctx, lake.CommitInfo{Stage: Stage, Params: params{Kind: opts.Kind, Path: path, Index: opts.Index, Quarantine: opts.Quarantine}})
-	if err != nil {
-		return rep, fmt.Errorf("import %s: %w", opts.Kind, err)
-	}
-	rep.Snapshot, rep.Committed = m.ID, true
-	return rep, nil
+	return lake.CommitInfo{Stage: Stage, Params: params{Kind: opts.Kind, Path: path, Index: opts.Index, Quarantine: opts.Quarantine}}
 }
+
+// claimSink reads a file another shard imports: it only notes the tasks and
+// trajectories it gives, which are then present for the files after it.
+type claimSink struct{ c *committer }
+
+func (s claimSink) Task(t schemas.Task) error {
+	s.c.tasks[t.TaskID] = true
+	return nil
+}
+
+func (s claimSink) Episode(e *record.Episode) error {
+	s.c.traj[e.Trajectory.TrajectoryID] = true
+	return nil
+}
+
+func (s claimSink) Reject(*record.Error) error     { return nil }
+func (s claimSink) KnownTrajectory(id string) bool { return s.c.baseTraj[id] }
+func (s claimSink) Progress(done, total int)       {}
 
 // committer is the record.Sink every reader writes to. It is used from one
 // goroutine, except KnownTrajectory, which reads only the immutable
 // parent set.
 type committer struct {
 	ctx  context.Context
-	tx   *lake.Txn
 	opts Options
 	rep  *Report
 	err  error // first write error; later calls do nothing
 
 	tasks, baseTraj, traj, blobs, rejectKeys map[string]bool
 
-	bufTasks   []schemas.Task
-	bufTraj    []schemas.Trajectory
-	bufSteps   []schemas.Step
-	stepBytes  int64
-	bufBlobs   []schemas.Blob
-	blobBytes  int64
-	bufRejects []schemas.Reject
-	changed    bool
+	// Every table goes through shard.Output, sharded or not, so that a
+	// merge of fragments writes exactly the files an unsharded import
+	// writes. The writers keep memory bounded by spilling sorted runs.
+	out     *shard.Output
+	tTasks  *shard.Table[schemas.Task]
+	tTraj   *shard.Table[schemas.Trajectory]
+	tSteps  *shard.Table[schemas.Step]
+	tBlobs  *shard.Table[schemas.Blob]
+	tReject *shard.Table[schemas.Reject]
 }
 
 func newCommitter(ctx context.Context, l *lake.Lake, tx *lake.Txn, opts Options) (*committer, error) {
-	c := &committer{ctx: ctx, tx: tx, opts: opts, rep: &Report{Rejects: []RejectInfo{}, Missing: []string{}},
+	c := &committer{ctx: ctx, opts: opts, rep: &Report{Rejects: []RejectInfo{}, Missing: []string{}},
 		tasks: map[string]bool{}, baseTraj: map[string]bool{}, traj: map[string]bool{}, rejectKeys: map[string]bool{}}
+	c.out = shard.NewOutput(l, tx, opts.Shard)
+	c.tTasks = shard.NewTable(c.out, schemas.Tasks, shard.TableOptions{Chunk: opts.ChunkRows})
+	c.tTraj = shard.NewTable(c.out, schemas.Trajectories, shard.TableOptions{Chunk: opts.ChunkRows})
+	c.tSteps = shard.NewTable(c.out, schemas.Steps, shard.TableOptions{Chunk: opts.StepChunkRows})
+	// Screenshots repeat across episodes and shards; equal hashes are equal blobs.
+	c.tBlobs = shard.NewTable(c.out, schemas.Blobs, shard.TableOptions{Chunk: opts.BlobChunkRows, Dedup: true})
+	c.tReject = shard.NewTable(c.out, schemas.Rejects, shard.TableOptions{Chunk: opts.ChunkRows})
 	base := tx.Base()
 	if base.ID == "" {
 		c.blobs = map[string]bool{}
@@ -252,12 +338,21 @@ func (c *committer) Task(t schemas.Task) error {
 	c.tasks[t.TaskID] = true
 	c.rep.Tasks.Added++
 	if c.writing() {
-		c.bufTasks = append(c.bufTasks, t)
-		if len(c.bufTasks) >= c.opts.ChunkRows {
-			c.flushTasks()
-		}
+		c.add(c.tTasks.Add(t))
 	}
 	return c.err
+}
+
+// add records the first write error.
+func (c *committer) add(err error) {
+	if err != nil && c.err == nil {
+		c.err = fmt.Errorf("write: %w", err)
+	}
+}
+
+// changed reports whether the import adds any row.
+func (c *committer) changed() bool {
+	return c.tTasks.Rows()+c.tTraj.Rows()+c.tSteps.Rows()+c.tBlobs.Rows()+c.tReject.Rows() > 0
 }
 
 // KnownTrajectory implements record.Sink.
@@ -282,27 +377,16 @@ func (c *committer) Episode(e *record.Episode) error {
 		}
 		c.blobs[b.Hash] = true
 		c.rep.Blobs.Added++
-		if w {
-			c.bufBlobs = append(c.bufBlobs, *b)
-			c.blobBytes += b.Size
+		if w && c.err == nil {
+			c.add(c.tBlobs.Add(*b))
 		}
 	}
-	if !w {
+	if !w || c.err != nil {
 		return c.err
 	}
-	c.bufTraj = append(c.bufTraj, e.Trajectory)
-	c.bufSteps = append(c.bufSteps, e.Steps...)
-	for i := range e.Steps {
-		c.stepBytes += stepSize(&e.Steps[i])
-	}
-	if c.blobBytes >= c.opts.ChunkBytes {
-		c.flushBlobs()
-	}
-	if len(c.bufSteps) >= c.opts.ChunkRows || c.stepBytes >= c.opts.ChunkBytes {
-		c.flushSteps()
-	}
-	if len(c.bufTraj) >= c.opts.ChunkRows {
-		c.flushTraj()
+	c.add(c.tTraj.Add(e.Trajectory))
+	if c.err == nil {
+		c.add(c.tSteps.Add(e.Steps...))
 	}
 	return c.err
 }
@@ -321,9 +405,8 @@ func (c *committer) Reject(e *record.Error) error {
 	if k := schemas.Rejects.KeyOf(&r); !c.rejectKeys[k] {
 		c.rejectKeys[k] = true
 		c.rep.Quarantined++
-		c.bufRejects = append(c.bufRejects, r)
-		if len(c.bufRejects) >= c.opts.ChunkRows {
-			c.flushRejects()
+		if c.err == nil {
+			c.add(c.tReject.Add(r))
 		}
 	}
 	return c.err
@@ -337,53 +420,4 @@ func (c *committer) Progress(done, total int) {
 }
 
 // drop forgets buffered rows once the import is bound to fail.
-func (c *committer) drop() {
-	c.bufTasks, c.bufTraj, c.bufSteps, c.bufBlobs, c.bufRejects, c.blobBytes, c.stepBytes = nil, nil, nil, nil, nil, 0, 0
-}
-
-// stepSize estimates the memory a buffered step holds; long responses and
-// token streams make rows far larger than their count suggests.
-func stepSize(s *schemas.Step) int64 {
-	n := len(s.TrajectoryID) + len(s.RawAction) + len(s.Response) + len(s.Observation) + len(s.A11y) + len(s.Info) +
-		len(s.Text) + len(s.Timestamp) + len(s.ActionError) + 4*len(s.ResponseIDs) + 4*len(s.Logprobs) + 400 // the struct and its pointers
-	for _, k := range s.Keys {
-		n += len(k) + 16
-	}
-	return int64(n)
-}
-
-// appendRows writes rows as new files of def and clears the buffer, so
-// memory stays bounded by one chunk per table.
-func appendRows[T any](c *committer, def *schemas.Table[T], buf *[]T) {
-	if c.err != nil || len(*buf) == 0 {
-		return
-	}
-	if err := lake.AppendTable(c.ctx, c.tx, def, *buf); err != nil {
-		c.err = fmt.Errorf("write %s: %w", def.Name, err)
-		return
-	}
-	c.changed = true
-	clear(*buf) // drop references (screenshot bytes) for the GC
-	*buf = (*buf)[:0]
-}
-
-func (c *committer) flushTasks() { appendRows(c, schemas.Tasks, &c.bufTasks) }
-func (c *committer) flushTraj()  { appendRows(c, schemas.Trajectories, &c.bufTraj) }
-func (c *committer) flushSteps() {
-	appendRows(c, schemas.Steps, &c.bufSteps)
-	c.stepBytes = 0
-}
-func (c *committer) flushRejects() { appendRows(c, schemas.Rejects, &c.bufRejects) }
-func (c *committer) flushBlobs() {
-	appendRows(c, schemas.Blobs, &c.bufBlobs)
-	c.blobBytes = 0
-}
-
-func (c *committer) flushAll() error {
-	c.flushTasks()
-	c.flushTraj()
-	c.flushSteps()
-	c.flushBlobs()
-	c.flushRejects()
-	return c.err
-}
+func (c *committer) drop() { c.out.Discard() }

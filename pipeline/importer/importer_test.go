@@ -142,7 +142,7 @@ func TestImportResults(t *testing.T) {
 	// Worker count and chunk size do not change the rows, and with the same
 	// options the snapshot id is the same in another lake.
 	small := newLake(t)
-	rep2 := run(t, small, Options{Kind: KindOSWorldResults, Paths: []string{tree}, Workers: 1, ChunkRows: 4, ChunkBytes: 8 << 10})
+	rep2 := run(t, small, Options{Kind: KindOSWorldResults, Paths: []string{tree}, Workers: 1, ChunkRows: 4})
 	m2 := head(t, small)
 	if len(m2.Tables["steps"].Files) < 3 || len(m2.Tables["blobs"].Files) < 3 {
 		t.Fatalf("small chunks did not split the files: %+v", m2.Tables["steps"])
@@ -153,7 +153,7 @@ func TestImportResults(t *testing.T) {
 		t.Fatal("chunked import gave different steps")
 	}
 	third := newLake(t)
-	if rep3 := run(t, third, Options{Kind: KindOSWorldResults, Paths: []string{tree}, Workers: 3, ChunkRows: 4, ChunkBytes: 8 << 10}); rep3.Snapshot != rep2.Snapshot {
+	if rep3 := run(t, third, Options{Kind: KindOSWorldResults, Paths: []string{tree}, Workers: 3, ChunkRows: 4}); rep3.Snapshot != rep2.Snapshot {
 		t.Fatal("same input and options gave different snapshots")
 	}
 }

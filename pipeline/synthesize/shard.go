@@ -38,6 +38,11 @@ import (
 // Shards evaluate candidates an unsharded run may never reach (it stops at
 // Count): that is the price of not talking to each other.
 
+func init() {
+	// A sharded synthesis merges by replaying the loop over its shards.
+	shard.RegisterStageMerge("synthesize", shard.StageMerge{Finish: MergeShards})
+}
+
 // CandidateKey is the shard key of the candidate at index idx of a run's
 // candidate stream.
 func CandidateKey(idx int) string { return "candidate-" + strconv.Itoa(idx) }

@@ -67,7 +67,6 @@ domains for overlap, trajectory domains for judges) and writes a fragment; cuala
 what the unsharded audit commits (no report: cualake notebook run audit-KIND --at SNAPSHOT).`
 
 func init() {
-	shard.RegisterStageMerge("audit", shard.StageMerge{Finish: audit.MergeShards})
 	var subs []*cli.Command
 	for _, kind := range audit.Kinds {
 		kind := kind

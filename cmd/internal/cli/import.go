@@ -15,6 +15,7 @@ import (
 func init() {
 	index := &cli.StringFlag{Name: "index", Usage: "osworld-tasks: import only the tasks this index file (domain -> ids; looked up in DIR first) names"}
 	quarantine := &cli.BoolFlag{Name: "quarantine", Usage: "commit the good records and keep each bad one, raw, with its reason, in the rejects table (default: a bad record fails the import and nothing is committed)"}
+	in := &cli.StringFlag{Name: "in", Usage: "snapshot to import on top of (default main); pin it when sharding"}
 	register(&cli.Command{
 		Name:  "import",
 		Usage: "bring OSWorld tasks, OSWorld run folders or JSONL rollout logs into the lake",
@@ -26,14 +27,21 @@ Example:
    cualake import osworld-tasks ../shared/data/osworld
    cualake import osworld-tasks --index test_small.json ../shared/data/osworld
    cualake import osworld-results --quarantine ./results
-   cualake import jsonl --json rollouts-*.jsonl`,
+   cualake import jsonl --json rollouts-*.jsonl
+   cualake import jsonl --shard 1/4 --in 3f2a9c rollouts-*.jsonl   (then cualake lake merge --stage import --in 3f2a9c)
+
+Sharded (--shard I/N), a shard imports the files of its shard and writes a fragment:
+osworld-tasks by task file (keyed by the task id, so copies of one id in two domains meet in
+one shard), osworld-results by episode folder, jsonl by input file. A jsonl shard also reads
+the files given before its own, writing nothing, so that a task or trajectory an earlier
+file holds is present for it as in an unsharded import. Give every shard the same paths.`,
 		Subcommands: []*cli.Command{
 			{
 				Name: "osworld-tasks", Usage: "import OSWorld task definitions (examples/<domain>/<id>.json)", ArgsUsage: "DIR",
 				Description: `Reads OSWorld's evaluation_examples layout; the domain is the folder name. The original
 JSON of each task is kept byte-exact in the raw column.
 Example: cualake import osworld-tasks --index test_small.json ../shared/data/osworld`,
-				Flags:  []cli.Flag{lakeFlag, jsonFlag, quarantine, index},
+				Flags:  []cli.Flag{lakeFlag, jsonFlag, shardFlag, in, quarantine, index},
 				Action: importAction(importer.KindOSWorldTasks),
 			},
 			{
@@ -41,14 +49,14 @@ Example: cualake import osworld-tasks --index test_small.json ../shared/data/osw
 				Description: `Reads <action_space>/<observation_type>/<model>/<domain>/<example_id>/ folders into
 trajectories, steps and blobs (screenshots, stored once by hash; cualake blob get HASH shows one).
 Example: cualake import osworld-results ./results`,
-				Flags: []cli.Flag{lakeFlag, jsonFlag, quarantine, index,
+				Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag, in, quarantine, index,
 					&cli.IntFlag{Name: "workers", Usage: "episodes read in parallel (0: one per CPU)"}},
 				Action: importAction(importer.KindOSWorldResults),
 			},
 			{
 				Name: "jsonl", Usage: "import generic rollout logs, one trajectory per line (docs/import-jsonl.md)", ArgsUsage: "FILE...",
 				Description: "Example: cualake import jsonl --quarantine rollouts.jsonl",
-				Flags:       []cli.Flag{lakeFlag, jsonFlag, quarantine, index},
+				Flags:       []cli.Flag{lakeFlag, jsonFlag, shardFlag, in, quarantine, index},
 				Action:      importAction(importer.KindJSONL),
 			},
 		},
@@ -66,6 +74,10 @@ func importAction(kind string) cli.ActionFunc {
 		if kind != importer.KindOSWorldTasks && c.String("index") != "" {
 			return usageErr("--index applies to import osworld-tasks only")
 		}
+		spec, err := parseShard(c, importer.Stage)
+		if err != nil {
+			return err
+		}
 		l, err := openLake(c, false)
 		if err != nil {
 			return err
@@ -80,7 +92,7 @@ func importAction(kind string) cli.ActionFunc {
 			unit = "bytes"
 		}
 		opts := importer.Options{Kind: kind, Paths: c.Args().Slice(), Index: c.String("index"), Quarantine: c.Bool("quarantine"),
-			Workers: c.Int("workers"),
+			Workers: c.Int("workers"), In: c.String("in"), Shard: spec,
 			Progress: func(done, total int) {
 				if bar == nil {
 					bar = progress.New(c.App.ErrWriter, "import "+kind+" ("+unit+")", total, c.Bool("json"))
@@ -90,6 +102,9 @@ func importAction(kind string) cli.ActionFunc {
 			}}
 		rep, err := importer.Run(c.Context, l, opts)
 		bar.Done()
+		if err == nil && rep.Fragment != nil {
+			return printFragment(c, rep.Fragment, map[string]any{"report": rep})
+		}
 		if rep != nil {
 			if c.Bool("json") {
 				if perr := printJSON(c.App.Writer, rep); perr != nil && err == nil {

@@ -243,3 +243,87 @@ func TestShardedAuditEqualsUnsharded(t *testing.T) {
 		t.Fatal("slurm: audit overlap should shard, audit health not")
 	}
 }
+
+// importInputs writes JSONL files whose trajectories and embedded tasks
+// repeat across files with other contents (the first file's copy wins),
+// with shared screenshots and a bad line.
+func importInputs(t *testing.T) []string {
+	t.Helper()
+	dir := t.TempDir()
+	shots := filepath.Join(repoRoot(t), "pipeline", "importer", "testdata", "jsonl", "shots")
+	for _, s := range []string{"screen-a.png", "screen-b.png"} {
+		b, err := os.ReadFile(filepath.Join(shots, s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, s), b, 0o644)
+	}
+	line := func(traj, task string, file int, shot string) string {
+		return fmt.Sprintf(`{"task": {"id": %q, "instruction": "from file %d", "evaluator": {"func": "f"}}, "trajectory_id": %q, "domain": "os", "policy": "p%d", "reward": 1, "steps": [{"action": "pyautogui.click(5, 5)", "screenshot": %q}]}`,
+			task, file, traj, file, shot)
+	}
+	var files []string
+	for f := 0; f < 5; f++ {
+		var b strings.Builder
+		for k := 0; k < 4; k++ {
+			b.WriteString(line(fmt.Sprintf("tr-%d", (f+k)%7), fmt.Sprintf("task-%d", (f*k)%4), f, []string{"screen-a.png", "screen-b.png"}[(f+k)%2]) + "\n")
+		}
+		if f == 3 {
+			b.WriteString(`{"task_id": "x", "steps": []}` + "\n")
+		}
+		p := filepath.Join(dir, fmt.Sprintf("part-%d.jsonl", f))
+		os.WriteFile(p, []byte(b.String()), 0o644)
+		files = append(files, p)
+	}
+	return files
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("no go.mod above the test")
+		}
+		dir = up
+	}
+}
+
+func TestShardedImportEqualsUnsharded(t *testing.T) {
+	files := importInputs(t)
+	results := filepath.Join(repoRoot(t), "pipeline", "importer", "testdata", "osworld-results")
+	newLakeDir := func() string {
+		dir := filepath.Join(t.TempDir(), "lake")
+		if out, err := run(t, "lake", "init", "--lake", dir); err != nil {
+			t.Fatalf("init: %v\n%s", err, out)
+		}
+		return dir
+	}
+	for _, c := range []struct {
+		path []string
+		args []string
+	}{
+		{[]string{"import", "jsonl"}, append([]string{"--quarantine"}, files...)},
+		{[]string{"import", "osworld-results"}, []string{"--workers", "2", results}},
+	} {
+		want := runSnapshot(t, stageArgs(c.path, newLakeDir(), "", "", c.args)...)
+		for _, n := range []int{1, 2, 3, 7} {
+			dir := newLakeDir()
+			if got := shardedStage(t, dir, "import", "", n, c.path, c.args...); got != want {
+				t.Fatalf("%v N=%d: merged snapshot %s, unsharded %s", c.path, n, got, want)
+			}
+			// Nothing new the second time: the merge commits nothing either.
+			if got := shardedStage(t, dir, "import", want, n, c.path, c.args...); got != want || headOf(t, dir) != want {
+				t.Fatalf("%v N=%d: a sharded re-import gave %s", c.path, n, got)
+			}
+		}
+		checkRerunAndMissing(t, newLakeDir(), "import", "", c.path, c.args...)
+	}
+	if !shardableCommand([]string{"import", "jsonl", "--quarantine", "a.jsonl"}) {
+		t.Fatal("slurm: import jsonl should shard")
+	}
+}

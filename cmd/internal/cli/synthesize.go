@@ -101,8 +101,6 @@ func synthesizeParams(c *cli.Context) (synthesize.Params, error) {
 }
 
 func init() {
-	// A sharded synthesis merges by replaying the loop over its shards.
-	shard.RegisterStageMerge("synthesize", shard.StageMerge{Finish: synthesize.MergeShards})
 	shardRefusals["synthesize"] = func(flag func(string) string) error {
 		p := synthesize.DefaultParams()
 		p.Backend, p.Proposer, p.FromTrajectories = flag("backend"), flag("proposer"), flag("from-trajectories") == "true"

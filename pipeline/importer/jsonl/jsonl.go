@@ -316,8 +316,16 @@ func compact(b json.RawMessage) string {
 // rejects to sink. Screenshot paths are relative to the file's folder.
 // Progress counts bytes.
 func ReadFiles(ctx context.Context, files []string, sink record.Sink) error {
+	return ReadFilesWith(ctx, files, func(int) record.Sink { return sink })
+}
+
+// ReadFilesWith is ReadFiles with a sink per file: file i goes to
+// sinkFor(i), and is not read when that is nil. Progress goes to the first
+// file's sink and counts the bytes of the files read.
+func ReadFilesWith(ctx context.Context, files []string, sinkFor func(i int) record.Sink) error {
 	total := 0
-	for _, f := range files {
+	var progress record.Sink
+	for i, f := range files {
 		st, err := os.Stat(f)
 		if err != nil {
 			return err
@@ -325,16 +333,33 @@ func ReadFiles(ctx context.Context, files []string, sink record.Sink) error {
 		if st.IsDir() {
 			return fmt.Errorf("%s is a folder, want a JSONL file", f)
 		}
-		total += int(st.Size())
+		if s := sinkFor(i); s != nil {
+			total += int(st.Size())
+			if progress == nil {
+				progress = s
+			}
+		}
 	}
 	done := 0
-	for _, f := range files {
-		if err := readFile(ctx, f, sink, &done, total); err != nil {
+	for i, f := range files {
+		s := sinkFor(i)
+		if s == nil {
+			continue
+		}
+		if err := readFile(ctx, f, progressTo{s, progress}, &done, total); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// progressTo sends a sink's progress elsewhere.
+type progressTo struct {
+	record.Sink
+	p record.Sink
+}
+
+func (s progressTo) Progress(done, total int) { s.p.Progress(done, total) }
 
 func readFile(ctx context.Context, file string, sink record.Sink, done *int, total int) error {
 	fh, err := os.Open(file)

@@ -400,9 +400,24 @@ type ResultsSummary struct {
 // output does not depend on scheduling; at most 2*workers episodes are in
 // memory at once.
 func ReadResults(ctx context.Context, dir string, workers int, sink record.Sink) (*ResultsSummary, error) {
+	return ReadResultsFiltered(ctx, dir, workers, nil, sink)
+}
+
+// ReadResultsFiltered is ReadResults of the episode folders keep accepts
+// (all when nil), in the same order.
+func ReadResultsFiltered(ctx context.Context, dir string, workers int, keep func(p *EpisodePath) bool, sink record.Sink) (*ResultsSummary, error) {
 	eps, err := FindEpisodes(dir)
 	if err != nil {
 		return nil, err
+	}
+	if keep != nil {
+		var mine []EpisodePath
+		for i := range eps {
+			if keep(&eps[i]) {
+				mine = append(mine, eps[i])
+			}
+		}
+		eps = mine
 	}
 	if workers <= 0 {
 		workers = min(runtime.GOMAXPROCS(0), 8)

@@ -195,6 +195,12 @@ type TaskResult struct {
 // index file, only the tasks it names, and hands each task or reject to
 // sink in domain, id order. index is looked up in dir first, then as given.
 func ReadTasks(ctx context.Context, dir, index string, sink record.Sink) (*TaskResult, error) {
+	return ReadTasksFiltered(ctx, dir, index, nil, sink)
+}
+
+// ReadTasksFiltered is ReadTasks of the task files keep accepts (all when
+// nil), in the same order.
+func ReadTasksFiltered(ctx context.Context, dir, index string, keep func(domain, id string) bool, sink record.Sink) (*TaskResult, error) {
 	examples := filepath.Join(dir, "examples")
 	if st, err := os.Stat(examples); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("%s: no examples/ folder (want OSWorld's evaluation_examples layout: examples/<domain>/<id>.json)", dir)
@@ -262,6 +268,15 @@ func ReadTasks(ctx context.Context, dir, index string, sink record.Sink) (*TaskR
 		}
 		return items[a].id < items[b].id
 	})
+	if keep != nil {
+		var mine []item
+		for _, it := range items {
+			if keep(it.domain, it.id) {
+				mine = append(mine, it)
+			}
+		}
+		items = mine
+	}
 	for i, it := range items {
 		if err := ctx.Err(); err != nil {
 			return nil, err
