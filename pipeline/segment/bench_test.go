@@ -14,6 +14,8 @@ import (
 	"github.com/cualake/cualake/pipeline/chat"
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/segment/internal/synth"
+	"github.com/cualake/cualake/pipeline/shard"
+	"github.com/cualake/cualake/schemas"
 )
 
 // The benchmark workload of the issue: 2,000 trajectories of 30 turns,
@@ -140,7 +142,6 @@ var benchLake struct {
 	once sync.Once
 	dir  string
 	l    *lake.Lake
-	m    *lake.Manifest
 }
 
 // BenchmarkSegmentRun times the whole stage on a lake: streaming
@@ -154,10 +155,16 @@ func BenchmarkSegmentRun(b *testing.B) {
 		must(b, err)
 		benchLake.dir = dir
 		d := synth.Generate(enc, synth.Options{Seed: 1, Trajectories: benchTrajs, Turns: benchTurns, Screenshots: 20, Width: benchWidth, Height: benchHeight})
-		benchLake.l, benchLake.m = commitData(b, filepath.Join(dir, "lake"), d, false)
+		benchLake.l, _ = commitData(b, filepath.Join(dir, "lake"), d, false)
 	})
 	for _, prm := range benchModes {
 		b.Run(string(prm.Mode), func(b *testing.B) {
+			// Each mode replaces the segments of the previous one: run on
+			// the head, or the commit would conflict with it.
+			m, err := benchLake.l.At(context.Background(), lake.MainRef)
+			if err != nil {
+				b.Fatal(err)
+			}
 			prm.Workers = runtime.GOMAXPROCS(0)
 			cfg := config(enc, prm)
 			cfg.Image = chat.DefaultImageSpec()
@@ -167,7 +174,7 @@ func BenchmarkSegmentRun(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				var err error
-				if res, err = Run(context.Background(), benchLake.l, benchLake.m, cfg); err != nil {
+				if res, err = Run(context.Background(), benchLake.l, m, cfg); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -182,6 +189,54 @@ func BenchmarkSegmentRun(b *testing.B) {
 			b.ReportMetric(heap.MB(), "peak-heap-MB")
 		})
 	}
+}
+
+// BenchmarkSegmentShardMerge times a sharded run of the window mode on the
+// BenchmarkSegmentRun lake: 4 shards one after the other (reported as
+// shards-cpu-s), then `lake merge` of their fragments (the timed op), which
+// commits the snapshot the unsharded run commits.
+func BenchmarkSegmentShardMerge(b *testing.B) {
+	enc := qwen(b)
+	benchLake.once.Do(func() {
+		dir, err := os.MkdirTemp("", "segment-bench-")
+		must(b, err)
+		benchLake.dir = dir
+		d := synth.Generate(enc, synth.Options{Seed: 1, Trajectories: benchTrajs, Turns: benchTurns, Screenshots: 20, Width: benchWidth, Height: benchHeight})
+		benchLake.l, _ = commitData(b, filepath.Join(dir, "lake"), d, false)
+	})
+	ctx := context.Background()
+	l := benchLake.l
+	m, err := l.At(ctx, lake.MainRef)
+	must(b, err)
+	const n = 4
+	prm := Params{Mode: ModeWindow, K: DefaultK, Delta: DefaultDelta, Workers: runtime.GOMAXPROCS(0)}
+	cfg := config(enc, prm)
+	cfg.Image = chat.DefaultImageSpec()
+	cpu0 := cpuSeconds()
+	var items int64
+	for i := 0; i < n; i++ {
+		c := cfg
+		c.Shard = shard.Spec{Index: i, Count: n}
+		res, err := Run(ctx, l, m, c)
+		must(b, err)
+		items += res.Summary.Items
+	}
+	shardsCPU := cpuSeconds() - cpu0
+	var res *shard.MergeResult
+	heap := watchHeap()
+	cpu0 = cpuSeconds()
+	b.ResetTimer()
+	for range b.N {
+		if res, err = shard.Merge(ctx, l, shard.MergeOptions{Stage: Stage, Input: m.ID, Shards: n}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(shardsCPU, "shards-cpu-s")
+	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "merge-cpu-s/op")
+	b.ReportMetric(float64(items), "items")
+	b.ReportMetric(float64(res.Rows[schemas.Segments.Name]), "merged-rows")
+	b.ReportMetric(heap.MB(), "peak-heap-MB")
 }
 
 // cpuSeconds is the process's user and system CPU time (all threads, the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cualake/cualake/pipeline/chat"
+	"github.com/cualake/cualake/pipeline/lake"
 )
 
 // ImageSpec says how many pad tokens a screenshot takes (Qwen-VL's
@@ -30,9 +31,16 @@ const (
 	DefaultK      = 5
 	DefaultDelta  = 5
 	DefaultWindow = 5
-	// DefaultFileTokens bounds the tokens of one segments data file, so that
-	// memory stays flat however many trajectories a snapshot holds.
-	DefaultFileTokens = 2 << 20
+	// DefaultFileRows is the number of rows of a segments data file. Files
+	// are cut by rows, not tokens, because a sharded run's fragments merge
+	// through lake.SortedWriter, which cuts every fixed number of rows; the
+	// unsharded run must cut the same way. Items hold thousands to tens of
+	// thousands of tokens (about 9 bytes each in memory), so a file holds
+	// a few million tokens, and the few files in flight stay small in memory.
+	// (`lake merge` opens every fragment file at once and reads up to 512
+	// rows of each, so with 256-row files it holds the whole table; that
+	// is lake.SortedWriter's to fix, by opening sorted sources lazily.)
+	DefaultFileRows = 256
 )
 
 // DefaultSystem is the system prompt rendered at the top of every item.
@@ -62,8 +70,9 @@ type Params struct {
 	// Quarantine sends bad trajectories to the rejects table instead of
 	// failing the run.
 	Quarantine bool
-	// FileTokens bounds the tokens per output file (<= 0: DefaultFileTokens).
-	FileTokens int
+	// FileRows is the number of rows per segments data file (<= 0:
+	// DefaultFileRows, at most lake.MaxFileRows).
+	FileRows int
 }
 
 // DefaultParams returns the window mode with ScaleCUA's defaults.
@@ -84,6 +93,9 @@ func (p Params) Validate() error {
 	}
 	if p.Mode == ModeStep && p.Window < 0 {
 		return fmt.Errorf("%w: step mode needs a window >= 0, got %d", ErrParams, p.Window)
+	}
+	if p.FileRows > lake.MaxFileRows {
+		return fmt.Errorf("%w: %d rows per file, at most %d", ErrParams, p.FileRows, lake.MaxFileRows)
 	}
 	if err := p.Image.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrParams, err)

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/cualake/cualake/pipeline/chat"
 	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/shard"
 	"github.com/cualake/cualake/pipeline/tokenizer"
 	"github.com/cualake/cualake/schemas"
 )
@@ -54,8 +56,14 @@ type Config struct {
 	Tokenizer     tokenizer.Encoder
 	TokenizerInfo TokenizerInfo
 	// Progress, when set, is called with the number of trajectories done
-	// (from one goroutine, in order).
+	// (from one goroutine, in order; a shard counts the trajectories it
+	// skips too).
 	Progress func(done int)
+	// Shard, when set, segments only the trajectories whose id falls in this
+	// shard and writes a fragment instead of committing; `cualake lake
+	// merge` commits the N fragments as the snapshot an unsharded run
+	// commits (same files, same id).
+	Shard shard.Spec
 }
 
 // Record is what a commit records about the run: everything that shapes
@@ -68,10 +76,15 @@ func (c Config) Record() map[string]any {
 	}
 	r := map[string]any{"mode": c.Mode, "k": c.K, "delta": c.Delta, "window": c.Window,
 		"tokenizer": c.TokenizerInfo, "image": img, "system": c.System, "quarantine": c.Quarantine}
-	if c.FileTokens > 0 {
-		r["file_tokens"] = c.FileTokens
+	if c.FileRows > 0 {
+		r["file_rows"] = c.FileRows
 	}
 	return r
+}
+
+// CommitInfo is what the run commits on top of m, the same for every shard.
+func (c Config) CommitInfo(m *lake.Manifest) lake.CommitInfo {
+	return lake.CommitInfo{Stage: Stage, Params: c.Record(), Inputs: []string{m.ID}}
 }
 
 // Summary describes a run's output, against the item counts each mode
@@ -120,36 +133,37 @@ type Expected struct {
 	Window     int64  `json:"window_items"`
 }
 
-// Result is a run's output: the segments data files (already written, in
-// key order), the quarantined trajectories and the summary.
+// Result is what a run did: the snapshot it committed (unsharded) or the
+// fragment it wrote (sharded), the segments files of either, the
+// quarantined trajectories and the summary (of the shard's trajectories,
+// when sharded).
 type Result struct {
-	Files   []lake.File
-	Rejects []schemas.Reject
-	Summary Summary
+	Manifest *lake.Manifest
+	Fragment *shard.Fragment
+	Files    []lake.File
+	Rejects  []schemas.Reject
+	Summary  Summary
 }
 
-// Apply stages the result in tx: segments replaced by the run's files;
-// rejects keep the rows of other stages and take this run's in place of
-// earlier segment runs'.
-func (r *Result) Apply(ctx context.Context, l *lake.Lake, tx *lake.Txn) error {
-	if err := tx.Replace(schemas.Segments.Name, r.Files); err != nil {
-		return err
-	}
-	old, err := lake.ReadTable(ctx, l, tx.Base(), schemas.Rejects)
-	if err != nil {
-		return err
-	}
-	var keep []schemas.Reject
-	for _, rj := range old {
-		if rj.Stage != Stage {
-			keep = append(keep, rj)
-		}
-	}
-	if len(keep) == len(old) && len(r.Rejects) == 0 {
-		return nil
-	}
-	return lake.ReplaceTable(ctx, tx, schemas.Rejects, append(keep, r.Rejects...))
-}
+// The tables a run writes, sharded or not, through shard.Output:
+//
+//   - segments replaces the table. Rows are produced in key order
+//     (trajectory id, index), so they go through a shard.OrderedTable:
+//     every FileRows rows become a data file as soon as they are segmented,
+//     on a few goroutines, and the files are exactly those a merge of
+//     shard fragments writes (lake.SortedWriter, cut every FileRows rows).
+//
+//   - rejects holds every stage's quarantined records; a run replaces the
+//     rows of earlier segment runs and keeps the others. It is a replaced
+//     table split like the trajectories: each shard writes its own
+//     trajectories' rejects, and shard 0 (or the unsharded run) also carries
+//     the kept rows of other stages, so the N fragments together hold
+//     exactly the unsharded rows. Whether the table is touched at all must
+//     not depend on what one shard saw, or the merged snapshot would differ:
+//     it is rewritten when --quarantine is set (even with no rejects, and
+//     created empty if absent) or when the input holds segment rejects to
+//     drop; otherwise it is left alone.
+const rejectsChunk = 1 << 16
 
 // blobDims projects the blobs table on what image token counts need, so
 // that screenshots' bytes are never read.
@@ -169,6 +183,7 @@ const maxWriters = 4
 
 type job struct {
 	seq   int
+	skip  bool // another shard's trajectory: counted, not segmented
 	traj  schemas.Trajectory
 	steps []schemas.Step
 	err   *Error // set for orphan steps or a repeated trajectory
@@ -176,6 +191,7 @@ type job struct {
 
 type outcome struct {
 	seq    int
+	skip   bool
 	traj   *schemas.Trajectory
 	rows   []schemas.Segment
 	turns  int
@@ -183,12 +199,13 @@ type outcome struct {
 	err    error
 }
 
-// Run segments the trajectories of snapshot m. It streams trajectories and
-// steps (merged by trajectory id across files), segments trajectories on
-// cfg.Workers goroutines and writes the segments in key order as data files
-// of about cfg.FileTokens tokens each, so memory does not grow with the
-// number of trajectories and the files are the same for any worker count.
-// Nothing is committed: stage the result with Result.Apply.
+// Run segments the trajectories of snapshot m (those of cfg.Shard, when
+// set) and commits the next snapshot, or writes the shard's fragment. It
+// streams trajectories and steps (merged by trajectory id across files),
+// segments trajectories on cfg.Workers goroutines and writes the segments in
+// key order as data files of cfg.FileRows rows while it runs, so memory
+// does not grow with the number of trajectories and the files are the same
+// for any worker count and any sharding.
 func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -221,11 +238,51 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	workers := max(cfg.Workers, 1)
-	fileTokens := cfg.FileTokens
-	if fileTokens <= 0 {
-		fileTokens = DefaultFileTokens
+	oldRejects, err := lake.ReadTable(ctx, l, m, schemas.Rejects)
+	if err != nil {
+		return nil, err
 	}
+	workers := max(cfg.Workers, 1)
+	fileRows := cfg.FileRows
+	if fileRows <= 0 {
+		fileRows = DefaultFileRows
+	}
+
+	tx, err := l.Begin(ctx, m.ID)
+	if err != nil {
+		return nil, err
+	}
+	info := cfg.CommitInfo(m)
+	out := shard.NewOutput(l, tx, cfg.Shard)
+	defer out.Discard()
+	// Items' token arrays go back to the pool once their file is written.
+	pool := new(Pool)
+	// Writing Parquet (validation, encoding, zstd) costs more than
+	// segmenting, so files are written in parallel too; each writer holds a
+	// file's rows and a zstd encoder, hence the cap.
+	segs, err := shard.NewOrderedTable(ctx, out, schemas.Segments, shard.TableOptions{Chunk: fileRows, Replace: true}, info, min(workers, maxWriters))
+	if err != nil {
+		return nil, err
+	}
+	segs.Release = func(rows []schemas.Segment) {
+		for i := range rows {
+			pool.put(rows[i].InputIDs, rows[i].LossMask, rows[i].Logprobs)
+		}
+	}
+	var rejects *shard.Table[schemas.Reject]
+	if cfg.Quarantine || slices.ContainsFunc(oldRejects, func(r schemas.Reject) bool { return r.Stage == Stage }) {
+		rejects = shard.NewTable(out, schemas.Rejects, shard.TableOptions{Chunk: rejectsChunk, Replace: true})
+		if cfg.Shard.Index == 0 {
+			for _, r := range oldRejects {
+				if r.Stage != Stage {
+					if err := rejects.Add(r); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
+	}
+	oldRejects = nil
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -235,10 +292,8 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 	var readErr error
 	go func() {
 		defer close(jobs)
-		readErr = produce(ctx, l, m, slots, jobs)
+		readErr = produce(ctx, l, m, cfg.Shard, slots, jobs)
 	}()
-	// Items' token arrays go back to the pool once their file is written.
-	pool := new(Pool)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -246,20 +301,19 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 			defer wg.Done()
 			b, err := NewBuilder(codec, tpl, cfg.System)
 			for j := range jobs {
-				if err != nil {
+				switch {
+				case j.skip:
+					outs <- outcome{seq: j.seq, skip: true}
+				case err != nil:
 					outs <- outcome{seq: j.seq, traj: &j.traj, err: err}
-					continue
+				default:
+					outs <- work(b, codec, pool, &cfg, instructions, imageSize, j)
 				}
-				outs <- work(b, codec, pool, &cfg, instructions, imageSize, j)
 			}
 		}()
 	}
 	go func() { wg.Wait(); close(outs) }()
 
-	// Writing Parquet (validation, encoding, zstd) costs more than segmenting,
-	// so files are written in parallel too; each writer holds a file's rows
-	// and a zstd encoder, hence the cap.
-	w := newWriter(ctx, l, fileTokens, min(workers, maxWriters), pool)
 	res := &Result{Summary: Summary{Mode: cfg.Mode, K: cfg.K, Delta: cfg.Delta, Window: cfg.Window}}
 	pending := map[int]outcome{}
 	next := 0
@@ -280,6 +334,9 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 			if cfg.Progress != nil {
 				cfg.Progress(next)
 			}
+			if o.skip {
+				continue
+			}
 			if o.err != nil {
 				var te *Error
 				if !cfg.Quarantine || !errors.As(o.err, &te) {
@@ -287,12 +344,17 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 					cancel()
 					continue
 				}
-				res.Rejects = append(res.Rejects, reject(te, o.traj))
+				rj := reject(te, o.traj)
+				res.Rejects = append(res.Rejects, rj)
 				res.Summary.Rejected++
+				if err := rejects.Add(rj); err != nil {
+					firstErr = err
+					cancel()
+				}
 				continue
 			}
 			res.Summary.add(&cfg.Params, o)
-			if err := w.add(o.rows); err != nil {
+			if err := segs.Add(o.rows...); err != nil {
 				firstErr = err
 				cancel()
 			}
@@ -301,21 +363,37 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 	if firstErr == nil && readErr != nil {
 		firstErr = readErr
 	}
-	files, werr := w.close(firstErr == nil)
-	if firstErr == nil {
-		firstErr = werr
-	}
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	res.Files = files
-	res.Summary.finish(&cfg.Params, len(files))
+	// The fragment stores the shard's summary (informational, never
+	// merged), so it is complete before Finish: files are cut every
+	// fileRows rows, and an unsharded run writes one even for no rows.
+	files := int((res.Summary.Items + int64(fileRows) - 1) / int64(fileRows))
+	if files == 0 && !cfg.Shard.Sharded() {
+		files = 1
+	}
+	res.Summary.finish(&cfg.Params, files)
+	out.Summary = &res.Summary
+	done, err := out.Finish(ctx, info)
+	if err != nil {
+		return nil, err
+	}
+	res.Manifest, res.Fragment = done.Manifest, done.Fragment
+	if done.Fragment != nil {
+		res.Files = done.Fragment.Tables[schemas.Segments.Name].Files
+	} else {
+		res.Files = done.Manifest.Tables[schemas.Segments.Name].Files
+	}
+	res.Summary.Files = len(res.Files)
 	return res, nil
 }
 
 // produce merge-joins trajectories and steps by trajectory id and sends one
 // job per trajectory (and per run of orphan steps), in key order.
-func produce(ctx context.Context, l *lake.Lake, m *lake.Manifest, slots chan struct{}, jobs chan<- job) error {
+// Trajectories of other shards are sent as skip jobs (for progress), their
+// steps read past; orphan steps of other shards are not sent.
+func produce(ctx context.Context, l *lake.Lake, m *lake.Manifest, spec shard.Spec, slots chan struct{}, jobs chan<- job) error {
 	trajs := mergeTable(ctx, l, m, schemas.Trajectories, readChunk, schemas.Trajectories.Less)
 	defer trajs.Close()
 	steps := mergeTable(ctx, l, m, schemas.Steps, readChunk, schemas.Steps.Less)
@@ -350,6 +428,9 @@ func produce(ctx context.Context, l *lake.Lake, m *lake.Manifest, slots chan str
 				steps.Next()
 				n++
 			}
+			if !spec.Owns(id) {
+				continue
+			}
 			e := &Error{TrajectoryID: id, Step: -1, Field: "trajectory_id",
 				Err: fmt.Errorf("%d steps rows belong to a trajectory the trajectories table lacks", n)}
 			if !send(job{traj: schemas.Trajectory{TrajectoryID: id}, err: e}) {
@@ -366,7 +447,17 @@ func produce(ctx context.Context, l *lake.Lake, m *lake.Manifest, slots chan str
 		if !orphans(t.TrajectoryID) {
 			return ctx.Err()
 		}
-		j := job{traj: t}
+		j := job{traj: t, skip: !spec.Owns(t.TrajectoryID)}
+		if j.skip {
+			for st, ok := steps.Peek(); ok && st.TrajectoryID == t.TrajectoryID; st, ok = steps.Peek() {
+				steps.Next()
+			}
+			prev = t.TrajectoryID
+			if !send(job{skip: true}) {
+				return ctx.Err()
+			}
+			continue
+		}
 		if t.TrajectoryID == prev {
 			j.err = &Error{TrajectoryID: t.TrajectoryID, Step: -1, Field: "trajectory_id", Err: errors.New("the trajectories table holds it twice")}
 		}
@@ -530,95 +621,4 @@ func (s *Summary) finish(p *Params, files int) {
 		s.Expected.Order = "O(nT/K)"
 		s.Expected.Formula = fmt.Sprintf("1 + ceil(max(0, T - %d) / %d) per trajectory", p.K+p.Delta, p.Delta)
 	}
-}
-
-// writer turns the ordered row stream into data files of about maxTokens
-// tokens each. Chunk boundaries depend only on the rows, so the files do
-// not depend on timing; files are written on a few goroutines while the
-// next chunk fills.
-type writer struct {
-	ctx       context.Context
-	l         *lake.Lake
-	maxTokens int
-	buf       []schemas.Segment
-	tokens    int
-	files     [][]lake.File
-	errs      []error
-	sem       chan struct{}
-	pool      *Pool
-	wg        sync.WaitGroup
-	mu        sync.Mutex
-}
-
-func newWriter(ctx context.Context, l *lake.Lake, maxTokens, parallel int, pool *Pool) *writer {
-	return &writer{ctx: ctx, l: l, maxTokens: maxTokens, sem: make(chan struct{}, max(parallel, 1)), pool: pool}
-}
-
-func (w *writer) add(rows []schemas.Segment) error {
-	for i := range rows {
-		w.buf = append(w.buf, rows[i])
-		w.tokens += len(rows[i].InputIDs)
-		if w.tokens >= w.maxTokens {
-			if err := w.flush(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (w *writer) flush() error {
-	w.mu.Lock()
-	for _, e := range w.errs {
-		if e != nil {
-			w.mu.Unlock()
-			return e
-		}
-	}
-	k := len(w.files)
-	w.files = append(w.files, nil)
-	w.errs = append(w.errs, nil)
-	w.mu.Unlock()
-	rows := w.buf
-	w.buf, w.tokens = nil, 0
-	select {
-	case w.sem <- struct{}{}:
-	case <-w.ctx.Done():
-		return w.ctx.Err()
-	}
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		defer func() { <-w.sem }()
-		files, err := lake.WriteRows(w.ctx, w.l, schemas.Segments, rows)
-		// The Parquet writer copied the values; the arrays can be reused.
-		for i := range rows {
-			w.pool.put(rows[i].InputIDs, rows[i].LossMask, rows[i].Logprobs)
-		}
-		w.mu.Lock()
-		w.files[k], w.errs[k] = files, err
-		w.mu.Unlock()
-	}()
-	return nil
-}
-
-// close writes what is left (one file even for no rows, so the table has a
-// schema) and returns the files in order.
-func (w *writer) close(ok bool) ([]lake.File, error) {
-	var err error
-	if ok && (len(w.buf) > 0 || len(w.files) == 0) {
-		err = w.flush()
-	}
-	w.wg.Wait()
-	if err != nil {
-		return nil, err
-	}
-	var out []lake.File
-	for k := range w.files {
-		if w.errs[k] != nil {
-			return nil, w.errs[k]
-		}
-		out = append(out, w.files[k]...)
-	}
-	return out, nil
 }

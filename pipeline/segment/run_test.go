@@ -104,12 +104,16 @@ func smallData(enc tokenizer.Encoder, n int) synth.Data {
 func TestRunDeterministicAndComplete(t *testing.T) {
 	enc := newFakeEncoder()
 	d := smallData(enc, 60)
-	l, m := commitData(t, filepath.Join(t.TempDir(), "lake"), d, true)
+	l, _ := commitData(t, filepath.Join(t.TempDir(), "lake"), d, true)
 	ctx := context.Background()
 	for _, prm := range []Params{{Mode: ModeTrajectory}, {Mode: ModeStep, Window: 3}, {Mode: ModeWindow, K: 2, Delta: 3}, {Mode: ModeWindow, K: 5, Delta: 5}} {
+		// Each mode runs on the previous one's snapshot (replacing its
+		// segments), every worker count on the same input.
+		m, err := l.At(ctx, lake.MainRef)
+		must(t, err)
 		var first *Result
 		for _, workers := range []int{1, 4, 3} {
-			prm.Workers, prm.FileTokens = workers, 20000
+			prm.Workers, prm.FileRows = workers, 16
 			res, err := Run(ctx, l, m, config(enc, prm))
 			if err != nil {
 				t.Fatalf("%+v: %v", prm, err)
@@ -118,8 +122,8 @@ func TestRunDeterministicAndComplete(t *testing.T) {
 				first = res
 				continue
 			}
-			if !slices.Equal(res.Files, first.Files) || res.Summary != first.Summary {
-				t.Fatalf("%s: %d workers gave other files or summary than 1 worker", prm.Mode, workers)
+			if !slices.Equal(res.Files, first.Files) || res.Summary != first.Summary || res.Manifest.ID != first.Manifest.ID {
+				t.Fatalf("%s: %d workers gave other files, summary or snapshot than 1 worker", prm.Mode, workers)
 			}
 		}
 		s := first.Summary
@@ -130,11 +134,19 @@ func TestRunDeterministicAndComplete(t *testing.T) {
 		if s.Items != s.Expected.Items || s.Trajectories+s.Empty != len(d.Trajectories) || s.Rejected != 0 {
 			t.Fatalf("%s: summary %+v", prm.Mode, s)
 		}
+		for i, f := range first.Files {
+			if want := min(16, s.Items-16*int64(i)); f.Rows != want {
+				t.Fatalf("%s: file %d holds %d rows, want %d", prm.Mode, i, f.Rows, want)
+			}
+		}
 		// Read the files back as the committed table.
-		tx, _ := l.Begin(ctx, "")
-		must(t, first.Apply(ctx, l, tx))
-		m2, err := tx.Commit(ctx, lake.CommitInfo{Stage: Stage, Params: config(enc, prm).Record()})
-		must(t, err)
+		m2 := first.Manifest
+		if m2.Parent != m.ID || m2.Stage != Stage || !slices.Equal(m2.Tables[schemas.Segments.Name].Files, first.Files) {
+			t.Fatalf("%s: commit %+v", prm.Mode, m2)
+		}
+		if _, ok := m2.Tables[schemas.Rejects.Name]; ok {
+			t.Fatalf("%s: a run without --quarantine wrote a rejects table", prm.Mode)
+		}
 		rows, err := lake.ReadTable(ctx, l, m2, schemas.Segments)
 		must(t, err)
 		if int64(len(rows)) != s.Items {
@@ -238,24 +250,18 @@ func TestRunBadInput(t *testing.T) {
 	if res.Summary.Rejected != 4 || res.Summary.Trajectories != 9 {
 		t.Fatalf("summary %+v", res.Summary)
 	}
-	tx, _ := l.Begin(ctx, m.ID)
-	must(t, res.Apply(ctx, l, tx))
-	m2, err := tx.Commit(ctx, lake.CommitInfo{Stage: Stage})
-	must(t, err)
+	m2 := res.Manifest
 	rj, err := lake.ReadTable(ctx, l, m2, schemas.Rejects)
 	must(t, err)
 	if len(rj) != 4 {
 		t.Fatalf("%d rejects committed", len(rj))
 	}
-	// A second run on that snapshot replaces, not duplicates, its rejects.
+	// A second run on that snapshot replaces, not duplicates, its rejects
+	// (and, with the same output, commits nothing new).
 	res2, err := Run(ctx, l, m2, config(enc, prm))
 	must(t, err)
-	tx, _ = l.Begin(ctx, m2.ID)
-	must(t, res2.Apply(ctx, l, tx))
-	m3, err := tx.Commit(ctx, lake.CommitInfo{Stage: Stage, Message: "again"})
-	must(t, err)
-	if rj, _ := lake.ReadTable(ctx, l, m3, schemas.Rejects); len(rj) != 4 {
-		t.Fatalf("%d rejects after a second run", len(rj))
+	if rj, _ := lake.ReadTable(ctx, l, res2.Manifest, schemas.Rejects); len(rj) != 4 || res2.Manifest.ID != m2.ID {
+		t.Fatalf("%d rejects after a second run (snapshot %s, first %s)", len(rj), res2.Manifest.ID, m2.ID)
 	}
 }
 
@@ -278,11 +284,7 @@ func TestRunWithoutImages(t *testing.T) {
 	if res.Summary.Items != 60 || res.Summary.WithoutLogprobs != 60 || res.Summary.ImageTokens != 7*res.Summary.Images {
 		t.Fatalf("summary %+v", res.Summary)
 	}
-	tx, _ := l.Begin(ctx, m.ID)
-	must(t, res.Apply(ctx, l, tx))
-	m2, err := tx.Commit(ctx, lake.CommitInfo{Stage: Stage})
-	must(t, err)
-	rows, err := lake.ReadTable(ctx, l, m2, schemas.Segments)
+	rows, err := lake.ReadTable(ctx, l, res.Manifest, schemas.Segments)
 	must(t, err)
 	for _, r := range rows {
 		if r.HasLogprobs || slices.ContainsFunc(r.Logprobs, func(f float32) bool { return f != 0 }) {
@@ -305,7 +307,7 @@ func TestRunMemoryDoesNotGrow(t *testing.T) {
 		d := synth.Generate(enc, synth.Options{Seed: 3, Trajectories: n, Turns: 30, Screenshots: 2, Width: 64, Height: 64})
 		l, m := commitData(t, filepath.Join(t.TempDir(), "lake"), d, false)
 		d = synth.Data{}
-		prm := Params{Mode: ModeWindow, K: 5, Delta: 5, Workers: 1, FileTokens: 1 << 18, Image: ImageSpec{FixedTokens: 300}}
+		prm := Params{Mode: ModeWindow, K: 5, Delta: 5, Workers: 1, FileRows: 32, Image: ImageSpec{FixedTokens: 300}}
 		stop, done := make(chan struct{}), make(chan struct{})
 		var live uint64
 		go func() {

@@ -10,7 +10,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cualake/cualake/pipeline/chat"
-	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/progress"
 	"github.com/cualake/cualake/pipeline/segment"
 	"github.com/cualake/cualake/pipeline/tokenizer"
@@ -36,10 +35,15 @@ Screenshots take the pad tokens Qwen-VL's smart_resize gives their size (blobs t
 or --image-tokens N each. With --quarantine, bad trajectories go to rejects instead of
 failing the run.
 
+With --shard I/N only the trajectories whose id falls in shard I are segmented, into a
+fragment; once all N are written, ` + "`cualake lake merge --stage segment --in SNAPSHOT`" + ` commits
+the snapshot an unsharded run commits (same files, same id).
+
 Example:
    cualake segment --mode window --k 5 --delta 5 --json
-   cualake segment --in release/2026-11 --mode step --window 5 --image-tokens 1000`,
-		Flags: []cli.Flag{lakeFlag, jsonFlag,
+   cualake segment --in release/2026-11 --mode step --window 5 --image-tokens 1000
+   cualake segment --in 3f2a9c --mode window --shard 1/4   (then cualake lake merge --stage segment --in 3f2a9c)`,
+		Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag,
 			&cli.StringFlag{Name: "in", Usage: "input snapshot or tag (default main)"},
 			&cli.StringFlag{Name: "mode", Value: string(segment.ModeWindow), Usage: "trajectory, step or window"},
 			&cli.IntFlag{Name: "k", Value: segment.DefaultK, Usage: "window mode: screenshots kept after pruning"},
@@ -61,6 +65,10 @@ Example:
 func segmentAction(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageErr("segment takes no arguments, got %q", c.Args().First())
+	}
+	spec, err := parseShard(c, segment.Stage)
+	if err != nil {
+		return err
 	}
 	prm := segment.Params{
 		Mode: segment.Mode(c.String("mode")), K: c.Int("k"), Delta: c.Int("delta"), Window: c.Int("window"),
@@ -98,7 +106,7 @@ func segmentAction(c *cli.Context) error {
 	}
 	quiet := c.Bool("json")
 	bar := progress.New(os.Stderr, "segment", int(m.Tables[schemas.Trajectories.Name].Rows), quiet)
-	cfg := segment.Config{Params: prm, Tokenizer: tok, TokenizerInfo: info, Progress: func(int) { bar.Add(1) }}
+	cfg := segment.Config{Params: prm, Tokenizer: tok, TokenizerInfo: info, Shard: spec, Progress: func(int) { bar.Add(1) }}
 	res, err := segment.Run(c.Context, l, m, cfg)
 	if err != nil {
 		if errors.Is(err, segment.ErrParams) {
@@ -107,18 +115,15 @@ func segmentAction(c *cli.Context) error {
 		return err
 	}
 	bar.Done()
-	tx, err := l.Begin(c.Context, m.ID)
-	if err != nil {
-		return err
-	}
-	if err := res.Apply(c.Context, l, tx); err != nil {
-		return err
-	}
-	out, err := tx.Commit(c.Context, lake.CommitInfo{Stage: segment.Stage, Params: cfg.Record(), Inputs: []string{m.ID}})
-	if err != nil {
-		return err
-	}
 	s := res.Summary
+	if res.Fragment != nil {
+		if !c.Bool("json") {
+			fmt.Fprintf(c.App.Writer, "%d items from %d trajectories of shard %s (%d empty, %d rejected)\n",
+				s.Items, s.Trajectories, spec, s.Empty, s.Rejected)
+		}
+		return printFragment(c, res.Fragment, map[string]any{"rejects": len(res.Rejects), "summary": s})
+	}
+	out := res.Manifest
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, map[string]any{"snapshot": out.ID, "input": m.ID, "rejects": len(res.Rejects), "summary": s})
 	}

@@ -244,3 +244,50 @@ func TestSegmentCommandBadData(t *testing.T) {
 		t.Fatalf("rejects: %q %v", q, err)
 	}
 }
+
+// TestSegmentShardedEqualsUnsharded: `segment --shard I/N` for every I,
+// then `lake merge`, commits the snapshot an unsharded run commits, for
+// N = 1, 2, 3, 7 (some shards of 7 own no trajectory), with a quarantined
+// trajectory in the rejects table.
+func TestSegmentShardedEqualsUnsharded(t *testing.T) {
+	tok, err := tokenizer.Default()
+	if err != nil {
+		t.Skipf("Qwen tokenizer not installed (scripts/fetch-tokenizer.sh): %v", err)
+	}
+	args := []string{"--mode", "window", "--k", "2", "--delta", "2", "--quarantine", "--workers", "2"}
+	ref := filepath.Join(t.TempDir(), "ref")
+	input, _ := segmentFixture(t, ref, tok, true)
+	want := runSnapshot(t, append([]string{"segment", "--lake", ref, "--in", input, "--json"}, args...)...)
+	if q, err := run(t, "query", "--lake", ref, "--format", "csv", "select source from rejects"); err != nil || q != "source\ntrajectories/r03\n" {
+		t.Fatalf("rejects: %q %v", q, err)
+	}
+	for _, n := range []int{1, 2, 3, 7} {
+		dir := filepath.Join(t.TempDir(), fmt.Sprint("n", n))
+		if in, _ := segmentFixture(t, dir, tok, true); in != input {
+			t.Fatalf("fixture inputs differ: %s %s", in, input)
+		}
+		if got := shardedSegment(t, dir, input, n, args...); got != want {
+			t.Fatalf("N=%d: merged snapshot %s, unsharded %s", n, got, want)
+		}
+		if out, err := run(t, "lake", "verify", "--lake", dir); err != nil {
+			t.Fatalf("N=%d: verify: %v\n%s", n, err, out)
+		}
+	}
+	if _, err := run(t, "segment", "--lake", ref, "--in", input, "--shard", "3/3"); ExitCode(err) != ExitUsage {
+		t.Fatalf("--shard 3/3: %v", err)
+	}
+}
+
+// shardedSegment runs the N shards of a segment run on input (in reverse
+// order) and merges them.
+func shardedSegment(t *testing.T, lakeURL, input string, n int, args ...string) string {
+	t.Helper()
+	for i := n - 1; i >= 0; i-- {
+		a := append([]string{"segment", "--lake", lakeURL, "--in", input, "--json", "--shard", fmt.Sprintf("%d/%d", i, n)}, args...)
+		out, err := run(t, a...)
+		if err != nil || !strings.Contains(out, `"fragment"`) || !strings.Contains(out, `"summary"`) {
+			t.Fatalf("shard %d/%d: %v\n%s", i, n, err, out)
+		}
+	}
+	return runSnapshot(t, "lake", "merge", "--lake", lakeURL, "--stage", "segment", "--in", input, "--shards", fmt.Sprint(n), "--clean", "--json")
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/lake/storagetest"
 	"github.com/cualake/cualake/pipeline/slurm"
+	"github.com/cualake/cualake/pipeline/tokenizer"
 )
 
 func TestSlurmDryRunAndRefusals(t *testing.T) {
@@ -126,8 +127,9 @@ func startSlurm(t *testing.T) {
 	t.Setenv("CUALAKE_SLURM_POLL", "250ms")
 }
 
-// TestSlurmCluster submits sharded rollouts to a real (one-node) Slurm
-// cluster and checks that the merged snapshots equal unsharded runs.
+// TestSlurmCluster submits sharded rollouts and a sharded segment stage to
+// a real (one-node) Slurm cluster and checks that the merged snapshots equal
+// unsharded runs.
 func TestSlurmCluster(t *testing.T) {
 	startSlurm(t)
 	bin := buildCualake(t)
@@ -180,6 +182,35 @@ func TestSlurmCluster(t *testing.T) {
 	}
 	if id, err := l.Resolve(ctx, "slurm/done"); err != nil || id != want2 {
 		t.Fatalf("tag from a Slurm job: %s %v", id, err)
+	}
+
+	// A sharded segment stage on the rollouts (3 shards, then the merge),
+	// against an unsharded run on the same input; then through the
+	// executor (2 shards) on its own output, which changes nothing: the
+	// merged tables equal the head's, so no snapshot is added.
+	tokPath, err := tokenizer.DefaultPath()
+	if err != nil {
+		t.Fatalf("segment needs the Qwen tokenizer (scripts/fetch-tokenizer.sh): %v", err)
+	}
+	segArgs := []string{"--mode", "step", "--window", "2", "--quarantine", "--workers", "1", "--tokenizer", tokPath}
+	want3 := runSnapshot(t, append([]string{"segment", "--lake", ref, "--in", want2, "--json"}, segArgs...)...)
+	out, err = run(t, "slurm", "submit", "--lake", dir, "--stage", "segment", "--shards", "3", "--args", strings.Join(segArgs, " "),
+		"--binary", bin, "--dir", jobs, "--wait")
+	if err != nil || !strings.Contains(out, "array job") || !strings.Contains(out, "merge job") {
+		t.Fatalf("slurm submit segment: %v\n%s", err, out)
+	}
+	if head, _ := l.Head(ctx); head != want3 {
+		t.Fatalf("sharded segment on Slurm committed %s, the unsharded run %s\n%s", head, want3, out)
+	}
+	m, err := l.At(ctx, want3)
+	if err != nil || m.Stage != "segment" || m.Parent != want2 || m.Tables["segments"].Rows == 0 {
+		t.Fatalf("segment snapshot: %v %+v", err, m)
+	}
+	if err := exec(ctx, []string{"segment"}, segArgs); err != nil {
+		t.Fatalf("executor, sharded segment: %v", err)
+	}
+	if head, _ := l.Head(ctx); head != want3 {
+		t.Fatalf("executor's sharded segment moved main to %s, want %s", head, want3)
 	}
 	if keys, _ := l.Storage().List(ctx, "fragments/"); len(keys) != 0 {
 		t.Fatalf("merges left fragments: %v", keys)
