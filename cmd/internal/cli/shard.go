@@ -18,7 +18,7 @@ import (
 //	spec, err := parseShard(c, "segment")          // refuses whole-input stages
 //	keys = shard.Filter(spec, keys, keyOf)          // only this shard's keys
 //	out := shard.NewOutput(l, tx, spec)             // instead of lake.NewAppender
-//	t := shard.NewTable(out, schemas.Segments, shard.TableOptions{Chunk: 1 << 16})
+//	t := shard.NewTable(out, schemas.Trajectories, shard.TableOptions{Chunk: 1 << 16})
 //	...t.Add(rows...)...
 //	res, err := out.Finish(ctx, lake.CommitInfo{...}) // instead of tx.Commit
 //	if res.Fragment != nil { return printFragment(c, res.Fragment, nil) }
