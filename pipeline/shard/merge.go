@@ -76,16 +76,18 @@ func ReadFragmentRows[T any](ctx context.Context, l *lake.Lake, frags []*Fragmen
 	return out, nil
 }
 
-// mergeFunc merges sorted source files of one table into its final files.
-type mergeFunc func(ctx context.Context, l *lake.Lake, srcs []lake.File, opt TableOptions) ([]lake.File, error)
+// mergeFunc merges sorted sources of one table into its final files. Each
+// source is one shard's files of the table, in order: one sorted sequence,
+// which the merge reads one file at a time.
+type mergeFunc func(ctx context.Context, l *lake.Lake, srcs [][]lake.File, opt TableOptions) ([]lake.File, error)
 
 var mergers = map[string]mergeFunc{}
 
 func registerTable[T any](def *schemas.Table[T]) {
-	mergers[def.Name] = func(ctx context.Context, l *lake.Lake, srcs []lake.File, opt TableOptions) ([]lake.File, error) {
+	mergers[def.Name] = func(ctx context.Context, l *lake.Lake, srcs [][]lake.File, opt TableOptions) ([]lake.File, error) {
 		w := lake.NewSortedWriter(l, def, opt.Chunk, opt.Dedup)
-		for _, f := range srcs {
-			w.AddSorted(f)
+		for _, files := range srcs {
+			w.AddSortedSeq(files)
 		}
 		return w.Finish(ctx, lake.DataSink(l, def))
 	}
@@ -196,7 +198,7 @@ func Merge(ctx context.Context, l *lake.Lake, opt MergeOptions) (*MergeResult, e
 		if !ok {
 			return nil, fmt.Errorf("merge %s: table %s is not a known table", opt.Stage, name)
 		}
-		var srcs []lake.File
+		var srcs [][]lake.File
 		var rows int64
 		if opts.Shared {
 			for _, f := range frags[1:] {
@@ -205,10 +207,10 @@ func Merge(ctx context.Context, l *lake.Lake, opt MergeOptions) (*MergeResult, e
 						ErrIncomplete, name, f.Shard)
 				}
 			}
-			srcs, rows = first.Tables[name].Files, first.Tables[name].Rows
+			srcs, rows = [][]lake.File{first.Tables[name].Files}, first.Tables[name].Rows
 		} else {
 			for _, f := range frags {
-				srcs = append(srcs, f.Tables[name].Files...)
+				srcs = append(srcs, f.Tables[name].Files)
 				rows += f.Tables[name].Rows
 			}
 		}
