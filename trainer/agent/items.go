@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/cualake/cualake/schemas"
 	"github.com/cualake/cualake/trainer"
@@ -25,7 +26,10 @@ type Trees map[string][]byte
 // in every vocabulary so any screen and instruction can be addressed.
 func pointerTokens() []string {
 	out := []string{"task", "history", "screen", "|", "=", "nl", "q", "trim", "lit", "again",
-		"checked", "selected", "active", "focused", "up", "down", "left", "right"}
+		"checked", "selected", "active", "focused", "up", "down", "left", "right", "last", "body"}
+	for i := 1; i <= featurize.MaxQuotes; i++ {
+		out = append(out, "q"+strconv.Itoa(i))
+	}
 	for i := 0; i < featurize.MaxElements; i++ {
 		out = append(out, "e"+strconv.Itoa(i))
 	}
@@ -35,25 +39,42 @@ func pointerTokens() []string {
 	return out
 }
 
-// BuildVocab builds the policy vocabulary from every task's instruction and
-// the screens of the demonstrations. Instructions of held-out tasks are
-// inputs, not labels, so including their words leaks nothing.
+// MinTasks is how many demonstrated tasks a word must occur in (in the
+// instruction or on a screen) to get its own token. Rarer words, such as the
+// file names and values that distinguish one task instance from another,
+// read as <unk>: training then sees <unk> where held-out tasks show words it
+// never learned, instead of untrained embeddings.
+const MinTasks = 3
+
+// BuildVocab builds the policy vocabulary from the demonstrations: their
+// tasks' instructions and screens, words kept when they occur in at least
+// MinTasks tasks, plus the pointer words. tasks is unused beyond the demos'
+// own and kept for callers that pass the pool.
 func BuildVocab(tasks []schemas.Task, demos []Episode, trees Trees) (*policy.Vocab, error) {
-	corpus := []string{}
-	for _, t := range tasks {
-		corpus = append(corpus, featurize.Context(t.Instruction, nil, nil))
-	}
+	_ = tasks
+	docs := map[string]*strings.Builder{}
+	var ids []string
 	for _, ep := range demos {
+		b, ok := docs[ep.Task.TaskID]
+		if !ok {
+			b = &strings.Builder{}
+			docs[ep.Task.TaskID] = b
+			ids = append(ids, ep.Task.TaskID)
+			b.WriteString(featurize.Context(ep.Task.Instruction, nil, nil))
+		}
 		for _, st := range ep.Steps {
 			if elems, err := featurize.Elements(trees[st.A11y]); err == nil {
-				corpus = append(corpus, featurize.Context("", elems, nil))
+				b.WriteString(" ")
+				b.WriteString(featurize.Context("", elems, nil))
 			}
 		}
 	}
-	for _, w := range pointerTokens() {
-		corpus = append(corpus, w)
+	sort.Strings(ids)
+	corpus := make([]string, 0, len(ids))
+	for _, id := range ids {
+		corpus = append(corpus, docs[id].String())
 	}
-	return policy.NewVocab(corpus, policy.VocabOptions{Lowercase: true})
+	return policy.NewVocab(corpus, policy.VocabOptions{Lowercase: true, MinCount: MinTasks, PerDocument: true, Always: pointerTokens()})
 }
 
 // DemoItems turns successful demonstrations into supervised items: the

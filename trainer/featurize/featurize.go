@@ -20,7 +20,7 @@ import (
 
 // MaxElements caps the elements listed per observation (the context is
 // bounded); actions on elements beyond it fall back to coordinate tokens.
-const MaxElements = 64
+const MaxElements = 32
 
 // Element is one actionable thing on screen.
 type Element struct {
@@ -85,7 +85,17 @@ func clean(s string, maxWords int) string {
 func Context(instruction string, elems []Element, history []string) string {
 	var b strings.Builder
 	b.WriteString("task")
+	quotes, open := 0, false
 	for i, w := range Words(instruction) {
+		// A quoted string's first word carries its marker too ("q1 w3"),
+		// the pointer that actions use for it.
+		if !open && strings.HasPrefix(w, `"`) && quotes < MaxQuotes {
+			quotes++
+			fmt.Fprintf(&b, " q%d", quotes)
+		}
+		if n := strings.Count(w, `"`); n%2 == 1 {
+			open = !open
+		}
 		fmt.Fprintf(&b, " w%d %s", i, clean(w, 1))
 	}
 	b.WriteString(" history")
@@ -108,13 +118,21 @@ func Context(instruction string, elems []Element, history []string) string {
 }
 
 // Encode turns an action the environment understands into the policy's
-// action text: element references for pointer actions on a listed element,
-// instruction spans for typed text found in the instruction. ok is false
-// when the action has no exact policy form (it then uses coordinate tokens
-// and literal words, which lose exactness).
+// action text. Pointers name what stays the same across a task family's
+// instances wherever the screen allows: an element whose name is a quoted
+// string of the instruction ("q2") or one of its words ("w7"), optionally
+// the last such element ("q2 last"); else, for a final target, its role and
+// name ("button save"); else its place in the list ("e7"). Typed text is a
+// quoted string ("q1"), the instruction's body after its first line
+// ("body"), or a span of its words ("w4 w6"). Held-out instances of a
+// family then share the training instances' action texts, which is what
+// lets a small policy generalise. ok is false when the action has no exact
+// policy form (it then uses coordinate tokens and literal words, which lose
+// exactness).
 func Encode(a schemas.Action, elems []Element, instruction string) (text string, ok bool) {
 	ok = true
-	target := func(x, y *int32) string {
+	r := newRefs(instruction)
+	target := func(x, y *int32, final bool) string {
 		if x == nil || y == nil {
 			ok = false
 			return "e0"
@@ -127,21 +145,24 @@ func Encode(a schemas.Action, elems []Element, instruction string) (text string,
 			}
 		}
 		if best >= 0 && bestD <= 4 { // the oracle clicks element centres
-			return "e" + strconv.Itoa(best)
+			return r.pointer(elems, best, final)
 		}
 		ok = false
 		return fmt.Sprintf("x:%d y:%d", *x, *y)
 	}
 	switch a.Kind {
 	case "click", "double_click", "right_click", "triple_click", "middle_click":
-		return a.Kind + " " + target(a.X, a.Y), ok
+		return a.Kind + " " + target(a.X, a.Y, true), ok
 	case "move":
-		return "mouse_move " + target(a.X, a.Y), ok
+		return "mouse_move " + target(a.X, a.Y, true), ok
 	case "drag":
-		return "drag " + target(a.X, a.Y) + " " + target(a.X2, a.Y2), ok
+		return "drag " + target(a.X, a.Y, false) + " " + target(a.X2, a.Y2, false), ok
 	case "type":
 		body, nl := strings.CutSuffix(a.Text, "\n")
-		span, found := findSpan(instruction, body)
+		span, found := r.text(body)
+		if !found {
+			span, found = findSpan(instruction, body)
+		}
 		if !found {
 			ok = false
 			span = "lit " + clean(body, 12)
@@ -158,13 +179,184 @@ func Encode(a schemas.Action, elems []Element, instruction string) (text string,
 	case "scroll":
 		s := "scroll " + a.Direction + " " + strconv.Itoa(max(1, int(a.Amount)))
 		if a.X != nil {
-			s += " " + target(a.X, a.Y)
+			s += " " + target(a.X, a.Y, true)
 		}
 		return s, ok
 	case "wait", "done", "fail":
 		return a.Kind, ok
 	}
 	return "wait", false
+}
+
+// MaxQuotes is the number of quoted strings of an instruction the policy can
+// point at (q1..q9).
+const MaxQuotes = 9
+
+// refs are the instruction's pointable parts.
+type refs struct {
+	quotes []string // contents of "..." in order
+	words  []string // Words(instruction)
+	body   string   // what follows the first line break, if any
+}
+
+func newRefs(instruction string) refs {
+	r := refs{words: Words(instruction)}
+	rest := instruction
+	for len(r.quotes) < MaxQuotes {
+		i := strings.IndexByte(rest, '"')
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(rest[i+1:], '"')
+		if j < 0 {
+			break
+		}
+		r.quotes = append(r.quotes, rest[i+1:i+1+j])
+		rest = rest[i+1+j+1:]
+	}
+	if _, after, found := strings.Cut(instruction, "\n"); found {
+		r.body = after
+	}
+	return r
+}
+
+// norm is the form in which element names and instruction parts are compared.
+func norm(s string) string {
+	return strings.ToLower(strings.Trim(strings.TrimSpace(s), `"'.,;:()`))
+}
+
+// text finds typed text among the quoted strings and the body.
+func (r refs) text(s string) (string, bool) {
+	if s == "" {
+		return "", false
+	}
+	for k, q := range r.quotes {
+		if q == s {
+			return "q" + strconv.Itoa(k+1), true
+		}
+	}
+	if r.body != "" && r.body == s {
+		return "body", true
+	}
+	return "", false
+}
+
+// pointer returns the most family-stable form that resolves to element i.
+// final allows the role-and-name form, which runs to the end of the action.
+func (r refs) pointer(elems []Element, i int, final bool) string {
+	name := norm(elems[i].Name)
+	var cands []string
+	if name != "" {
+		for k, q := range r.quotes {
+			if norm(q) == name {
+				cands = append(cands, "q"+strconv.Itoa(k+1))
+			}
+		}
+		// Only capitalised words inside a sentence (names of places, apps
+		// and settings) are pointed at: a common word such as "send" moves
+		// with the text around it, whereas the element's own name does not.
+		for k, w := range r.words {
+			if norm(w) == name && properNoun(r.words, k) {
+				cands = append(cands, "w"+strconv.Itoa(k))
+			}
+		}
+		if final && elems[i].Role != "" && !strings.ContainsAny(elems[i].Role, " \t\n") {
+			if n := clean(elems[i].Name, 4); n != "" {
+				cands = append(cands, elems[i].Role+" "+n)
+			}
+		}
+	}
+	for _, c := range cands {
+		for _, form := range []string{c, c + " last"} {
+			if j, rest, ok := r.resolve(elems, strings.Fields(form)); ok && j == i && len(rest) == 0 {
+				return form
+			}
+		}
+	}
+	return "e" + strconv.Itoa(i)
+}
+
+// resolve reads one element pointer from the front of args and returns the
+// element, the unread args and whether it resolved.
+func (r refs) resolve(elems []Element, args []string) (int, []string, bool) {
+	if len(args) == 0 {
+		return 0, nil, false
+	}
+	pick := func(match func(e *Element) bool, rest []string) (int, []string, bool) {
+		last := len(rest) > 0 && rest[0] == "last"
+		if last {
+			rest = rest[1:]
+		}
+		found := -1
+		for j := range elems {
+			if match(&elems[j]) {
+				found = j
+				if !last {
+					break
+				}
+			}
+		}
+		return found, rest, found >= 0
+	}
+	a := args[0]
+	if n, ok := index(a, "e"); ok {
+		return n, args[1:], n < len(elems)
+	}
+	if n, ok := index(a, "q"); ok {
+		if n < 1 || n > len(r.quotes) {
+			return 0, nil, false
+		}
+		want := norm(r.quotes[n-1])
+		return pick(func(e *Element) bool { return want != "" && norm(e.Name) == want }, args[1:])
+	}
+	if n, ok := index(a, "w"); ok {
+		if n >= len(r.words) {
+			return 0, nil, false
+		}
+		want := norm(r.words[n])
+		return pick(func(e *Element) bool { return want != "" && norm(e.Name) == want }, args[1:])
+	}
+	if strings.HasPrefix(a, "x:") {
+		return 0, nil, false // coordinates are read by the caller
+	}
+	// Role and name: the name runs to the end (or to "last").
+	rest := args[1:]
+	var name []string
+	for len(rest) > 0 && rest[0] != "last" {
+		name, rest = append(name, rest[0]), rest[1:]
+	}
+	want := strings.Join(name, " ")
+	if want == "" {
+		return 0, nil, false
+	}
+	return pick(func(e *Element) bool { return e.Role == a && clean(e.Name, 4) == want }, rest)
+}
+
+// properNoun reports whether word k is capitalised inside a sentence.
+func properNoun(words []string, k int) bool {
+	if k == 0 {
+		return false
+	}
+	w := strings.TrimLeft(words[k], `"'(`)
+	if w == "" || !unicode.IsUpper([]rune(w)[0]) {
+		return false
+	}
+	return !strings.ContainsAny(words[k-1][len(words[k-1])-1:], ".:!?")
+}
+
+// index parses "<prefix><digits>".
+func index(s, prefix string) (int, bool) {
+	d, ok := strings.CutPrefix(s, prefix)
+	if !ok || d == "" {
+		return 0, false
+	}
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(d)
+	return n, err == nil
 }
 
 // spanTrims are the ways a span may be cut from the instruction: as is, with
@@ -226,27 +418,17 @@ func wordOffsets(s string) (starts, ends []int) {
 }
 
 // Decode turns the policy's action text back into an environment action,
-// resolving element references against the observation and word spans
-// against the instruction. Text it cannot read is an "unknown" action, which
-// the environment records as a no-op with an error.
+// resolving element pointers against the observation and instruction
+// references against the instruction. Text it cannot read is an "unknown"
+// action, which the environment records as a no-op with an error.
 func Decode(text string, elems []Element, instruction string) schemas.Action {
 	f := strings.Fields(text)
 	unknown := schemas.Action{Kind: "unknown", Text: text}
 	if len(f) == 0 {
 		return unknown
 	}
+	r := newRefs(instruction)
 	point := func(args []string) (x, y *int32, rest []string, ok bool) {
-		if len(args) == 0 {
-			return nil, nil, nil, false
-		}
-		if strings.HasPrefix(args[0], "e") {
-			i, err := strconv.Atoi(args[0][1:])
-			if err != nil || i < 0 || i >= len(elems) {
-				return nil, nil, nil, false
-			}
-			xx, yy := int32(elems[i].X), int32(elems[i].Y)
-			return &xx, &yy, args[1:], true
-		}
 		if len(args) >= 2 && strings.HasPrefix(args[0], "x:") && strings.HasPrefix(args[1], "y:") {
 			xv, err1 := strconv.Atoi(args[0][2:])
 			yv, err2 := strconv.Atoi(args[1][2:])
@@ -256,12 +438,17 @@ func Decode(text string, elems []Element, instruction string) schemas.Action {
 			xx, yy := int32(xv), int32(yv)
 			return &xx, &yy, args[2:], true
 		}
-		return nil, nil, nil, false
+		i, rest, ok := r.resolve(elems, args)
+		if !ok || i < 0 || i >= len(elems) {
+			return nil, nil, nil, false
+		}
+		xx, yy := int32(elems[i].X), int32(elems[i].Y)
+		return &xx, &yy, rest, true
 	}
 	switch k := f[0]; k {
 	case "click", "double_click", "right_click", "triple_click", "middle_click", "mouse_move":
-		x, y, _, ok := point(f[1:])
-		if !ok {
+		x, y, rest, ok := point(f[1:])
+		if !ok || len(rest) > 0 {
 			return unknown
 		}
 		if k == "mouse_move" {
@@ -270,8 +457,8 @@ func Decode(text string, elems []Element, instruction string) schemas.Action {
 		return schemas.Action{Kind: k, X: x, Y: y}
 	case "drag":
 		x, y, rest, ok := point(f[1:])
-		x2, y2, _, ok2 := point(rest)
-		if !ok || !ok2 {
+		x2, y2, rest2, ok2 := point(rest)
+		if !ok || !ok2 || len(rest2) > 0 {
 			return unknown
 		}
 		return schemas.Action{Kind: "drag", X: x, Y: y, X2: x2, Y2: y2}
@@ -283,6 +470,14 @@ func Decode(text string, elems []Element, instruction string) schemas.Action {
 		}
 		var body string
 		switch {
+		case len(args) == 1 && args[0] == "body" && r.body != "":
+			body = r.body
+		case len(args) == 1 && strings.HasPrefix(args[0], "q"):
+			n, ok := index(args[0], "q")
+			if !ok || n < 1 || n > len(r.quotes) {
+				return unknown
+			}
+			body = r.quotes[n-1]
 		case len(args) >= 2 && strings.HasPrefix(args[0], "w") && strings.HasPrefix(args[1], "w"):
 			i, err1 := strconv.Atoi(args[0][1:])
 			j, err2 := strconv.Atoi(args[1][1:])

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cualake/cualake/pipeline/simdesk"
+	"github.com/cualake/cualake/schemas"
 )
 
 // TestOracleActionsRoundTrip replays the oracle on every built-in task and
@@ -76,3 +77,103 @@ func TestDecodeGarbage(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldOutActionsMatchTrainingFamily measures what the pointer forms are
+// for: a held-out task's oracle actions, written in the policy's language,
+// should read exactly like those of some training task of its family, so
+// that what the policy learns on training instances transfers. Element
+// indices alone ("click e21") give 32 of 65.
+func TestHeldOutActionsMatchTrainingFamily(t *testing.T) {
+	sim, err := simdesk.NewSim(simdesk.Options{TreeOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	train := map[string]map[string]bool{}
+	type ho struct{ family, seq string }
+	var heldOut []ho
+	for _, task := range simdesk.Pool() {
+		pol, err := simdesk.Oracle(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs, err := sim.Reset(task, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var acts []string
+		for !obs.Done && obs.Step < 60 {
+			a, err := pol.Next(obs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			elems, err := Elements(obs.Tree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text, _ := Encode(a, elems, task.Instruction)
+			acts = append(acts, text)
+			if obs, err = sim.Step(a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fam, seq := simdesk.FamilyOf(task.TaskID), strings.Join(acts, " ; ")
+		if task.Split == "heldout" {
+			heldOut = append(heldOut, ho{fam, seq})
+			continue
+		}
+		if train[fam] == nil {
+			train[fam] = map[string]bool{}
+		}
+		train[fam][seq] = true
+	}
+	same := 0
+	for _, h := range heldOut {
+		if train[h.family][h.seq] {
+			same++
+		}
+	}
+	t.Logf("%d of %d held-out tasks act exactly like a training task of their family", same, len(heldOut))
+	if same*100 < len(heldOut)*54 {
+		t.Fatalf("only %d of %d held-out tasks share a training task's action text", same, len(heldOut))
+	}
+}
+
+func TestPointerForms(t *testing.T) {
+	elems := []Element{
+		{Role: "button", Name: "Files", X: 10, Y: 10},
+		{Role: "list_item", Name: "Downloads", X: 20, Y: 100},
+		{Role: "list_item", Name: "report.txt", X: 300, Y: 200},
+		{Role: "list_item", Name: "Downloads", X: 300, Y: 220},
+		{Role: "button", Name: "Save", X: 500, Y: 500},
+	}
+	instr := "Open the Downloads folder and rename \"report.txt\" to \"final report.txt\".\nbody line one\nline two"
+	for _, c := range []struct {
+		a    schemas.Action
+		want string
+	}{
+		{schemas.Action{Kind: "click", X: ptr(10), Y: ptr(10)}, "click button files"},
+		{schemas.Action{Kind: "click", X: ptr(20), Y: ptr(100)}, "click w2"},
+		{schemas.Action{Kind: "double_click", X: ptr(300), Y: ptr(220)}, "double_click w2 last"},
+		{schemas.Action{Kind: "click", X: ptr(300), Y: ptr(200)}, "click q1"},
+		{schemas.Action{Kind: "click", X: ptr(500), Y: ptr(500)}, "click button save"},
+		{schemas.Action{Kind: "type", Text: "final report.txt\n"}, "type q2 nl"},
+		{schemas.Action{Kind: "type", Text: "body line one\nline two"}, "type body"},
+	} {
+		got, ok := Encode(c.a, elems, instr)
+		if !ok || got != c.want {
+			t.Errorf("Encode(%+v) = %q, %v; want %q", c.a, got, ok, c.want)
+			continue
+		}
+		back := Decode(got, elems, instr)
+		if !reflect.DeepEqual(back, c.a) {
+			t.Errorf("Decode(%q) = %+v, want %+v", got, back, c.a)
+		}
+	}
+	for _, s := range []string{"click q3", "click w0", "click button nope", "type q0", "click w2 last last", "drag q1"} {
+		if a := Decode(s, elems, instr); a.Kind != "unknown" {
+			t.Errorf("Decode(%q) = %+v, want unknown", s, a)
+		}
+	}
+}
+
+func ptr(v int32) *int32 { return &v }

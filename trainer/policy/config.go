@@ -24,11 +24,16 @@ type Config struct {
 	MaxContext int `json:"max_context"`
 	// MaxAction bounds the length of a generated action in tokens.
 	MaxAction int `json:"max_action"`
+	// Copy adds a pointer-generator output: each action token is drawn from a
+	// learned mixture of the vocabulary softmax and the decoder's attention
+	// over the context's tokens, so a name, a word marker or an element
+	// reference on screen can be copied rather than memorised per id.
+	Copy bool `json:"copy,omitempty"`
 }
 
 // DefaultConfig returns the small CPU-trainable configuration: 96-wide, one
-// 4-head encoder layer, a GRU decoder with attention: 186,336 weights plus
-// 193 per vocabulary token (0.26M at 400 tokens).
+// 4-head encoder layer, a GRU decoder with attention and a copy gate:
+// 186,433 weights plus 193 per vocabulary token (0.26M at 400 tokens).
 func DefaultConfig(vocabSize int) Config {
 	return Config{
 		VocabSize:  vocabSize,
@@ -38,6 +43,7 @@ func DefaultConfig(vocabSize int) Config {
 		FFNDim:     192,
 		MaxContext: 512,
 		MaxAction:  24,
+		Copy:       true,
 	}
 }
 

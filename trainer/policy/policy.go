@@ -103,6 +103,11 @@ func (c Config) specs() []paramSpec {
 		paramSpec{"dec.comb.b", []int64{d}, initZeros},
 		paramSpec{"dec.out.w", []int64{v, d}, initUniform},
 		paramSpec{"dec.out.b", []int64{v}, initZeros})
+	if c.Copy {
+		out = append(out,
+			paramSpec{"dec.gen.w", []int64{1, d}, initUniform},
+			paramSpec{"dec.gen.b", []int64{1}, initZeros})
+	}
 	return out
 }
 
@@ -380,10 +385,11 @@ func (p *Policy) makeBatch(inputs []Input) (*batchInput, error) {
 
 // encoded is the encoder's output for a batch.
 type encoded struct {
-	h     *ts.Tensor // [B,T,D]
-	ht    *ts.Tensor // [B,D,T]
-	bias  *ts.Tensor // [B,1,T] additive attention mask
-	state *ts.Tensor // [B,D] initial decoder state
+	h      *ts.Tensor // [B,T,D]
+	ht     *ts.Tensor // [B,D,T]
+	bias   *ts.Tensor // [B,1,T] additive attention mask
+	state  *ts.Tensor // [B,D] initial decoder state
+	onehot *ts.Tensor // [B,T,V] context tokens as one-hot rows (Copy only)
 }
 
 func (p *Policy) encode(s *tx.Scope, bi *batchInput) *encoded {
@@ -418,18 +424,30 @@ func (p *Policy) encode(s *tx.Scope, bi *batchInput) *encoded {
 	mask := s.Float32s(bi.keyMask, []int64{B, T, 1}, p.dev)
 	counts := s.Float32s(bi.counts, []int64{B, 1}, p.dev)
 	pooled := s.Div(s.SumDim(s.Mul(hs, mask), 1, false), counts)
-	return &encoded{
+	enc := &encoded{
 		h:     hs,
 		ht:    s.Transpose(hs, 1, 2),
 		bias:  s.Reshape(bias, B, 1, T),
 		state: s.Tanh(s.Linear(pooled, p.w("dec.init.w"), p.w("dec.init.b"))),
 	}
+	if c.Copy {
+		V := int64(c.VocabSize)
+		oh := make([]float32, B*T*V)
+		for i := int64(0); i < B*T; i++ {
+			if bi.keyMask[i] != 0 {
+				oh[i*V+bi.ids[i]] = 1
+			}
+		}
+		enc.onehot = s.Float32s(oh, []int64{B, T, V}, p.dev)
+	}
+	return enc
 }
 
 // decState is the decoder's recurrent state: the GRU hidden state and the
 // previous attentional output (fed back as input).
 type decState struct {
 	h, o *ts.Tensor // [B,D]
+	a    *ts.Tensor // [B,1,T] the attention that produced o
 }
 
 func (p *Policy) initState(s *tx.Scope, enc *encoded, b int64) decState {
@@ -446,11 +464,27 @@ func (p *Policy) step(s *tx.Scope, enc *encoded, st decState, tok *ts.Tensor) de
 	a := s.Softmax(s.Add(sc, enc.bias), -1)
 	ctx := s.Squeeze(s.Matmul(a, enc.h), 1)
 	o := s.Tanh(s.Linear(s.Cat([]*ts.Tensor{h, ctx}, 1), p.w("dec.comb.w"), p.w("dec.comb.b")))
-	return decState{h: h, o: o}
+	return decState{h: h, o: o, a: a}
 }
 
-func (p *Policy) project(s *tx.Scope, o *ts.Tensor) *ts.Tensor {
-	return s.Linear(o, p.w("dec.out.w"), p.w("dec.out.b"))
+// project turns attentional outputs o ([B,D] or [B,L,D]) into next-token
+// scores. Without Copy they are logits; with Copy they are the
+// log-probabilities of the pointer-generator mixture
+// g*softmax(W o) + (1-g)*(attention @ one-hot context), which are logits of
+// the same distribution (log-softmax leaves them unchanged), so callers
+// treat both alike. a is the attention ([B,1,T] or [B,L,T]).
+func (p *Policy) project(s *tx.Scope, enc *encoded, o, a *ts.Tensor) *ts.Tensor {
+	z := s.Linear(o, p.w("dec.out.w"), p.w("dec.out.b"))
+	if !p.cfg.Copy {
+		return z
+	}
+	copied := s.Matmul(a, enc.onehot) // [B,1|L,V]
+	g := s.Sigmoid(s.Linear(o, p.w("dec.gen.w"), p.w("dec.gen.b")))
+	if len(s.Shape(o)) == 2 {
+		copied = s.Squeeze(copied, 1)
+	}
+	mix := s.Add(s.Mul(g, s.Softmax(z, -1)), s.Mul(s.RSubScalar(1, g), copied))
+	return s.Log(s.ClampMin(mix, 1e-12))
 }
 
 // checkActions validates teacher-forced actions.
@@ -501,11 +535,12 @@ func (p *Policy) logits(s *tx.Scope, inputs []Input, actions [][]int32) (*ts.Ten
 	decIDs := s.Int64s(dec, []int64{B, int64(L)}, p.dev)
 	st := p.initState(s, enc, B)
 	outs := make([]*ts.Tensor, L)
+	attn := make([]*ts.Tensor, L)
 	for k := 0; k < L; k++ {
 		st = p.step(s, enc, st, s.Select(decIDs, 1, int64(k)))
-		outs[k] = st.o
+		outs[k], attn[k] = st.o, st.a
 	}
-	out := p.project(s, s.Stack(outs, 1))
+	out := p.project(s, enc, s.Stack(outs, 1), s.Cat(attn, 1))
 	return out, s.Err()
 }
 

@@ -122,7 +122,7 @@ func (p *Policy) decode(inputs []Input, opts SampleOptions, greedy bool) (out []
 				return err
 			}
 			next := p.step(s, enc, st, tok)
-			logits := p.project(step, next.o)
+			logits := p.project(step, enc, next.o, next.a)
 			if opts.Temperature != 1 {
 				logits = step.MulScalar(logits, 1/opts.Temperature)
 			}

@@ -83,6 +83,11 @@ type VocabOptions struct {
 	MaxWords int
 	// Lowercase folds corpus and input words to lower case.
 	Lowercase bool
+	// PerDocument makes MinCount count the corpus strings a word occurs in
+	// rather than its occurrences.
+	PerDocument bool
+	// Always lists words kept whatever their count.
+	Always []string
 }
 
 // Vocab is a deterministic word-level tokenizer: special tokens, action
@@ -125,6 +130,7 @@ func NewVocab(corpus []string, opts VocabOptions) (*Vocab, error) {
 	}
 	counts := map[string]int{}
 	for _, doc := range corpus {
+		seen := map[string]bool{}
 		for _, piece := range v.pieces(doc) {
 			if piece.special {
 				continue
@@ -133,7 +139,18 @@ func NewVocab(corpus []string, opts VocabOptions) (*Vocab, error) {
 			if _, known := v.ids[w]; known {
 				continue
 			}
+			if opts.PerDocument {
+				if seen[w] {
+					continue
+				}
+				seen[w] = true
+			}
 			counts[w]++
+		}
+	}
+	for _, w := range opts.Always {
+		if _, known := v.ids[w]; !known && counts[w] < opts.MinCount {
+			counts[w] = opts.MinCount
 		}
 	}
 	words := make([]string, 0, len(counts))

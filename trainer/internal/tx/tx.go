@@ -346,6 +346,16 @@ func (s *Scope) ClampMin(x *ts.Tensor, lo float64) *ts.Tensor {
 	return s.un("clamp min", x, func() (*ts.Tensor, error) { return x.ClampMin(ts.FloatScalar(lo), false) })
 }
 
+// Log returns the natural logarithm of x.
+func (s *Scope) Log(x *ts.Tensor) *ts.Tensor {
+	return s.un("log", x, func() (*ts.Tensor, error) { return x.Log(false) })
+}
+
+// Sigmoid returns 1/(1+e^-x).
+func (s *Scope) Sigmoid(x *ts.Tensor) *ts.Tensor {
+	return s.un("sigmoid", x, func() (*ts.Tensor, error) { return x.Sigmoid(false) })
+}
+
 // Exp returns e^x.
 func (s *Scope) Exp(x *ts.Tensor) *ts.Tensor {
 	return s.un("exp", x, func() (*ts.Tensor, error) { return x.Exp(false) })
