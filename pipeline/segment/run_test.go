@@ -334,8 +334,10 @@ func TestRunMemoryDoesNotGrow(t *testing.T) {
 	}
 	small, large := peak(150), peak(1200)
 	// Eight times the trajectories; the bound allows the larger input row
-	// groups the Parquet reader holds, not growth with the data.
-	if large > 1.5*small+32 {
+	// groups the Parquet reader holds and the noise of sampling the heap
+	// every 100 ms (a peak may fall between samples), not growth with the
+	// data, which would be about eight-fold.
+	if large > 2*small+64 {
 		t.Fatalf("live heap grew from %.1f MB (150 trajectories) to %.1f MB (1200)", small, large)
 	}
 }
