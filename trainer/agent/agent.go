@@ -18,18 +18,13 @@ import (
 	"github.com/cualake/cualake/trainer/policy"
 )
 
-// HistoryTurns is how many previous actions the context shows (the compact
-// action history of a sliding window).
-const HistoryTurns = 3
-
-// BuildContext returns the policy's context ids for one turn.
+// BuildContext returns the policy's context ids for one turn; history is
+// every action taken so far (the context shows the count and the last
+// featurize.HistoryTurns).
 func BuildContext(v *policy.Vocab, maxContext int, instruction string, tree []byte, history []string) ([]int32, []featurize.Element, error) {
 	elems, err := featurize.Elements(tree)
 	if err != nil {
 		return nil, nil, err
-	}
-	if len(history) > HistoryTurns {
-		history = history[len(history)-HistoryTurns:]
 	}
 	ids := v.Encode(featurize.Context(instruction, elems, history))
 	if len(ids) > maxContext {

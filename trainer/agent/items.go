@@ -30,6 +30,9 @@ func pointerTokens() []string {
 	for i := 1; i <= featurize.MaxQuotes; i++ {
 		out = append(out, "q"+strconv.Itoa(i))
 	}
+	for i := 0; i <= featurize.MaxStep; i++ {
+		out = append(out, "s"+strconv.Itoa(i))
+	}
 	for i := 0; i < featurize.MaxElements; i++ {
 		out = append(out, "e"+strconv.Itoa(i))
 	}

@@ -80,11 +80,25 @@ func clean(s string, maxWords int) string {
 	return strings.Join(f, " ")
 }
 
-// Context renders the policy's input text: the instruction with word
-// markers, the recent actions and the numbered elements.
+// MaxStep is the largest step counter the context shows ("s24" stands for
+// 24 or more actions taken).
+const MaxStep = 24
+
+// HistoryTurns is how many previous actions the context shows.
+const HistoryTurns = 3
+
+// Context renders the policy's input text: how many actions were taken
+// ("s4"), the last HistoryTurns actions most recent first, the instruction
+// with word and quote markers, and the numbered elements. The counter and
+// the latest action come first, at fixed positions, because within a task
+// family they decide most of the next action.
 func Context(instruction string, elems []Element, history []string) string {
 	var b strings.Builder
-	b.WriteString("task")
+	fmt.Fprintf(&b, "s%d history", min(len(history), MaxStep))
+	for i := len(history) - 1; i >= 0 && i >= len(history)-HistoryTurns; i-- {
+		b.WriteString(" | " + history[i])
+	}
+	b.WriteString(" task")
 	quotes, open := 0, false
 	for i, w := range Words(instruction) {
 		// A quoted string's first word carries its marker too ("q1 w3"),
@@ -97,10 +111,6 @@ func Context(instruction string, elems []Element, history []string) string {
 			open = !open
 		}
 		fmt.Fprintf(&b, " w%d %s", i, clean(w, 1))
-	}
-	b.WriteString(" history")
-	for _, h := range history {
-		b.WriteString(" | " + h)
 	}
 	b.WriteString(" screen")
 	for i, e := range elems {

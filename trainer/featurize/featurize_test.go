@@ -177,3 +177,18 @@ func TestPointerForms(t *testing.T) {
 }
 
 func ptr(v int32) *int32 { return &v }
+
+// TestContextLeadsWithStepAndLatestAction: the counter and the latest action
+// sit at fixed positions at the front; older actions follow, at most
+// HistoryTurns of them.
+func TestContextLeadsWithStepAndLatestAction(t *testing.T) {
+	hist := []string{"click button files", "double_click w2 last", "click q1", "key f2"}
+	got := Context(`Rename "a.txt" to "b.txt".`, []Element{{Role: "button", Name: "Save"}}, hist)
+	want := `s4 history | key f2 | click q1 | double_click w2 last task w0 rename q1 w1 "a.txt" w2 to q2 w3 "b.txt". screen e0 button save`
+	if got != want {
+		t.Fatalf("context\n got %s\nwant %s", got, want)
+	}
+	if got := Context("Go.", nil, make([]string, 40)); !strings.HasPrefix(got, "s24 history") {
+		t.Fatalf("step counter not capped: %s", got)
+	}
+}

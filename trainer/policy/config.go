@@ -29,11 +29,16 @@ type Config struct {
 	// over the context's tokens, so a name, a word marker or an element
 	// reference on screen can be copied rather than memorised per id.
 	Copy bool `json:"copy,omitempty"`
+	// AttnPool starts the decoder from a learned attention pooling of the
+	// context next to its mean, so that a few decisive tokens (the task's
+	// verb, the step counter) are not averaged away by a long screen.
+	AttnPool bool `json:"attn_pool,omitempty"`
 }
 
 // DefaultConfig returns the small CPU-trainable configuration: 96-wide, one
-// 4-head encoder layer, a GRU decoder with attention and a copy gate:
-// 186,433 weights plus 193 per vocabulary token (0.26M at 400 tokens).
+// 4-head encoder layer, attention pooling, a GRU decoder with attention and
+// a copy output: 195,745 weights plus 193 per vocabulary token (0.27M at 400
+// tokens).
 func DefaultConfig(vocabSize int) Config {
 	return Config{
 		VocabSize:  vocabSize,
@@ -44,6 +49,7 @@ func DefaultConfig(vocabSize int) Config {
 		MaxContext: 512,
 		MaxAction:  24,
 		Copy:       true,
+		AttnPool:   true,
 	}
 }
 

@@ -93,7 +93,7 @@ func (c Config) specs() []paramSpec {
 	out = append(out,
 		paramSpec{"enc.lnf.w", []int64{d}, initOnes},
 		paramSpec{"enc.lnf.b", []int64{d}, initZeros},
-		paramSpec{"dec.init.w", []int64{d, d}, initUniform},
+		paramSpec{"dec.init.w", []int64{d, c.poolWidth()}, initUniform},
 		paramSpec{"dec.init.b", []int64{d}, initZeros},
 		paramSpec{"dec.gru.wih", []int64{3 * d, 2 * d}, initUniform},
 		paramSpec{"dec.gru.whh", []int64{3 * d, d}, initUniform},
@@ -103,12 +103,23 @@ func (c Config) specs() []paramSpec {
 		paramSpec{"dec.comb.b", []int64{d}, initZeros},
 		paramSpec{"dec.out.w", []int64{v, d}, initUniform},
 		paramSpec{"dec.out.b", []int64{v}, initZeros})
+	if c.AttnPool {
+		out = append(out, paramSpec{"dec.pool.q", []int64{d, 1}, initUniform})
+	}
 	if c.Copy {
 		out = append(out,
 			paramSpec{"dec.gen.w", []int64{1, d}, initUniform},
 			paramSpec{"dec.gen.b", []int64{1}, initZeros})
 	}
 	return out
+}
+
+// poolWidth is the width of the pooled context the decoder starts from.
+func (c Config) poolWidth() int64 {
+	if c.AttnPool {
+		return 2 * int64(c.Dim)
+	}
+	return int64(c.Dim)
 }
 
 // New creates a policy with weights drawn from a PCG generator seeded with
@@ -424,6 +435,11 @@ func (p *Policy) encode(s *tx.Scope, bi *batchInput) *encoded {
 	mask := s.Float32s(bi.keyMask, []int64{B, T, 1}, p.dev)
 	counts := s.Float32s(bi.counts, []int64{B, 1}, p.dev)
 	pooled := s.Div(s.SumDim(s.Mul(hs, mask), 1, false), counts)
+	if c.AttnPool {
+		sc := s.MulScalar(s.Matmul(hs, p.w("dec.pool.q")), 1/math.Sqrt(float64(D))) // [B,T,1]
+		a := s.Softmax(s.Add(sc, s.Reshape(bias, B, T, 1)), 1)
+		pooled = s.Cat([]*ts.Tensor{pooled, s.SumDim(s.Mul(a, hs), 1, false)}, 1)
+	}
 	enc := &encoded{
 		h:     hs,
 		ht:    s.Transpose(hs, 1, 2),

@@ -345,3 +345,45 @@ func TestImagePatches(t *testing.T) {
 		t.Errorf("VisionTokens encodes to %v", ids)
 	}
 }
+
+// TestCheckpointVariants: checkpoints of the earlier plain architecture (no
+// copy output, mean pooling only) still load, and every variant gives the
+// same log-probabilities after a round trip.
+func TestCheckpointVariants(t *testing.T) {
+	v := testVocab(t)
+	for _, c := range []struct{ copyOut, attnPool bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		cfg := DefaultConfig(v.VocabSize())
+		cfg.Dim, cfg.FFNDim, cfg.MaxAction = 32, 64, 6
+		cfg.Copy, cfg.AttnPool = c.copyOut, c.attnPool
+		p, err := New(cfg, v, gotch.CPU, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.copyOut && !c.attnPool && (bytes.Contains(data, []byte(`"copy"`)) || bytes.Contains(data, []byte(`"attn_pool"`))) {
+			t.Fatal("a plain checkpoint names the new fields; older readers would differ")
+		}
+		q, err := Load(data, gotch.CPU)
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		in := []Input{{Tokens: v.Encode(corpus[0])}}
+		act := [][]int32{v.Encode("type hello")}
+		a, err := p.LogProbs(in, act, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := q.LogProbs(in, act, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("%+v: log-probs changed by a round trip: %v vs %v", c, a, b)
+		}
+		p.Close()
+		q.Close()
+	}
+}
