@@ -16,14 +16,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/cualake/cualake/pipeline/importer/osworld"
-	"github.com/cualake/cualake/pipeline/importer/pyautogui"
 	"github.com/cualake/cualake/pipeline/importer/record"
+	"github.com/cualake/cualake/pipeline/simdesk/action"
 	"github.com/cualake/cualake/schemas"
 )
 
@@ -177,6 +179,7 @@ func ParseLine(file string, n int, raw []byte, load Loader) (*Parsed, error) {
 	}
 	ep := &record.Episode{Trajectory: tr}
 	seen := map[[2]int32]bool{}
+	var spans []span
 	for i, st := range l.Steps {
 		field := func(f string) string { return fmt.Sprintf("steps[%d].%s", i, f) }
 		s := schemas.Step{TrajectoryID: tr.TrajectoryID, Step: int32(i + 1), Sub: st.Sub, Response: st.Response,
@@ -224,66 +227,120 @@ func ParseLine(file string, n int, raw []byte, load Loader) (*Parsed, error) {
 			s.Observation = shot.Hash
 			ep.Blobs = append(ep.Blobs, *shot)
 		}
-		w, h := pyautogui.DefaultWidth, pyautogui.DefaultHeight
+		w, h := osworld.DefaultWidth, osworld.DefaultHeight
 		if l.Screen != nil && l.Screen.Width > 0 && l.Screen.Height > 0 {
 			w, h = l.Screen.Width, l.Screen.Height
 		} else if shot != nil {
 			w, h = int(shot.Width), int(shot.Height)
 		}
-		a, rawAction, err := parseAction(st.Action, w, h)
+		acts, rawAction, err := parseAction(st.Action, w, h)
 		if err != nil {
 			return bad(field("action"), "%v", err)
 		}
-		s.SetAction(a)
 		s.RawAction = rawAction
 		if st.RawAction != "" {
 			s.RawAction = st.RawAction
 		}
-		if err := schemas.Steps.Validate(&s); err != nil {
-			e := record.FromValidation(file, n, schemas.Steps.Name, string(raw), err)
-			e.Field = fmt.Sprintf("steps[%d].%s", i, e.Field)
-			return nil, e
+		spans = append(spans, span{step: s.Step, sub: s.Sub, first: len(ep.Steps), n: len(acts)})
+		for k, a := range acts {
+			r := s
+			r.SetAction(a)
+			if k > 0 {
+				// The response's tokens are counted once, on its first row.
+				r.ResponseIDs, r.Logprobs, r.PromptTokens, r.ResponseTokens = nil, nil, 0, 0
+			}
+			if k < len(acts)-1 {
+				// Reward and done describe the screen after the whole action.
+				r.Reward, r.Done = 0, false
+			}
+			if err := schemas.Steps.Validate(&r); err != nil {
+				e := record.FromValidation(file, n, schemas.Steps.Name, string(raw), err)
+				e.Field = fmt.Sprintf("steps[%d].%s", i, e.Field)
+				return nil, e
+			}
+			ep.Steps = append(ep.Steps, r)
 		}
-		ep.Steps = append(ep.Steps, s)
 	}
+	if err := renumber(ep.Steps, spans); err != nil {
+		return bad("steps", "%v", err)
+	}
+	ep.Trajectory.Steps = int32(len(ep.Steps))
 	out.Episode = ep
 	return out, nil
 }
 
-// parseAction reads a step's action: a string (pyautogui script or
-// DONE/FAIL/WAIT; kind "unknown" when it does not reduce to one action) or a
-// typed object on the grid (an error when malformed).
-func parseAction(raw json.RawMessage, w, h int) (schemas.Action, string, error) {
+// span is the rows one step object became.
+type span struct {
+	step, sub int32 // as given
+	first, n  int   // rows[first:first+n]
+}
+
+// renumber gives the rows of each span consecutive subs. sub is the index of
+// an action within one response, so when a script of n actions takes subs
+// sub..sub+n-1, the later actions of its step (larger subs) move up by n-1;
+// without multi-action scripts every sub stays as given.
+func renumber(rows []schemas.Step, spans []span) error {
+	order := make([]int, len(spans))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		sa, sb := spans[order[a]], spans[order[b]]
+		return sa.step < sb.step || sa.step == sb.step && sa.sub < sb.sub
+	})
+	var shift int64
+	for j, i := range order {
+		sp := spans[i]
+		if j == 0 || spans[order[j-1]].step != sp.step {
+			shift = 0
+		}
+		for k := 0; k < sp.n; k++ {
+			sub := int64(sp.sub) + shift + int64(k)
+			if sub > math.MaxInt32 {
+				return fmt.Errorf("step %d: sub %d does not fit in 32 bits once its scripts are split into actions", sp.step, sub)
+			}
+			rows[sp.first+k].Sub = int32(sub)
+		}
+		shift += int64(sp.n - 1)
+	}
+	return nil
+}
+
+// parseAction reads a step's action: a string (a pyautogui script, split
+// into the actions it performed, or DONE/FAIL/WAIT; one action of kind
+// "unknown" when it does not parse) or a typed object on the grid (an error
+// when malformed).
+func parseAction(raw json.RawMessage, w, h int) ([]schemas.Action, string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return schemas.Action{}, "", fmt.Errorf("is required")
+		return nil, "", fmt.Errorf("is required")
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		a, err := pyautogui.Parse(s, w, h)
+		acts, err := osworld.ParseActionText(s, w, h)
 		if err != nil {
-			return schemas.Action{Kind: "unknown"}, s, nil
+			return []schemas.Action{{Kind: "unknown"}}, s, nil
 		}
-		return a, s, nil
+		return acts, s, nil
 	}
 	var t typedAction
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&t); err != nil {
-		return schemas.Action{}, "", fmt.Errorf("want a string or an object {kind, x, y, x2, y2, text, keys, direction, amount}: %v", err)
+		return nil, "", fmt.Errorf("want a string or an object {kind, x, y, x2, y2, text, keys, direction, amount}: %v", err)
 	}
 	known := false
 	for _, k := range schemas.ActionKinds {
 		known = known || k == t.Kind
 	}
 	if !known {
-		return schemas.Action{}, "", fmt.Errorf("kind %q is not one of %s", t.Kind, strings.Join(schemas.ActionKinds, ", "))
+		return nil, "", fmt.Errorf("kind %q is not one of %s", t.Kind, strings.Join(schemas.ActionKinds, ", "))
 	}
 	for _, c := range []*int32{t.X, t.Y, t.X2, t.Y2} {
-		if c != nil && (*c < 0 || *c > pyautogui.Grid) {
-			return schemas.Action{}, "", fmt.Errorf("coordinate %d is off the 0..%d grid", *c, pyautogui.Grid)
+		if c != nil && (*c < 0 || *c > action.Grid) {
+			return nil, "", fmt.Errorf("coordinate %d is off the 0..%d grid", *c, action.Grid)
 		}
 	}
-	return schemas.Action{Kind: t.Kind, X: t.X, Y: t.Y, X2: t.X2, Y2: t.Y2, Text: t.Text, Keys: t.Keys, Direction: t.Direction, Amount: t.Amount}, compact(raw), nil
+	return []schemas.Action{{Kind: t.Kind, X: t.X, Y: t.Y, X2: t.X2, Y2: t.Y2, Text: t.Text, Keys: t.Keys, Direction: t.Direction, Amount: t.Amount}}, compact(raw), nil
 }
 
 func decodeBase64(s string) ([]byte, error) {

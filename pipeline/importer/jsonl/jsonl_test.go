@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -108,6 +109,61 @@ func TestParseLineCases(t *testing.T) {
 	p, err := ParseLine("f.jsonl", 1, []byte(`{"task_id": "t", "reward": 1, "steps": [{"action": "while True: pass"}]}`), load)
 	if err != nil || p.Episode.Steps[0].ActionKind != "unknown" || p.Episode.Steps[0].RawAction != "while True: pass" {
 		t.Fatalf("%v %+v", err, p)
+	}
+}
+
+// A script of several actions becomes one row per action: the response's
+// tokens on the first, reward and done on the last, later actions of the
+// same response moved up; trajectories.steps counts rows.
+func TestMultiActionScript(t *testing.T) {
+	load := func(string) ([]byte, error) { return nil, fs.ErrNotExist }
+	line := `{"task_id": "t", "reward": 1, "screen": {"width": 1000, "height": 1000}, "steps": [` +
+		`{"step": 1, "sub": 1, "action": "DONE", "done": true},` +
+		`{"step": 1, "action": "pyautogui.click(10, 20); time.sleep(1); pyautogui.write('hi'); pyautogui.press('enter')",` +
+		` "response": "r", "response_ids": [5, 6], "logprobs": [-1, -2], "prompt_tokens": 9, "response_tokens": 2, "reward": 0.5, "done": true, "info": {"k": 1}},` +
+		`{"step": 2, "sub": 0, "action": "pyautogui.hotkey('ctrl', 's')"}]}`
+	p, err := ParseLine("f.jsonl", 1, []byte(line), load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := p.Episode.Steps
+	type key struct {
+		step, sub int32
+		kind      string
+	}
+	var got []key
+	for _, r := range rows {
+		got = append(got, key{r.Step, r.Sub, r.ActionKind})
+	}
+	want := []key{{1, 3, "done"}, {1, 0, "click"}, {1, 1, "type"}, {1, 2, "key"}, {2, 0, "hotkey"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) || p.Episode.Trajectory.Steps != 5 {
+		t.Fatalf("rows %v (trajectory steps %d), want %v", got, p.Episode.Trajectory.Steps, want)
+	}
+	click, typ, enter := rows[1], rows[2], rows[3]
+	if *click.X != 10 || *click.Y != 20 || typ.Text != "hi" || enter.Keys[0] != "enter" {
+		t.Fatalf("actions: %+v %+v %+v", click, typ, enter)
+	}
+	if len(click.ResponseIDs) != 2 || click.PromptTokens != 9 || click.ResponseTokens != 2 || typ.ResponseIDs != nil || enter.Logprobs != nil || enter.PromptTokens != 0 {
+		t.Fatalf("tokens belong to the first row: %+v / %+v", click, enter)
+	}
+	if click.Reward != 0 || click.Done || typ.Done || enter.Reward != 0.5 || !enter.Done {
+		t.Fatalf("reward and done belong to the last row: %+v / %+v", click, enter)
+	}
+	for _, r := range rows[1:4] {
+		if r.Response != "r" || r.Info != `{"k":1}` || !strings.HasPrefix(r.RawAction, "pyautogui.click(10, 20); time.sleep(1)") {
+			t.Fatalf("shared columns: %+v", r)
+		}
+	}
+	// Without multi-action scripts every (step, sub) stays as given.
+	p, err = ParseLine("f.jsonl", 1, []byte(`{"task_id": "t", "reward": 1, "steps": [{"step": 4, "sub": 7, "action": "DONE"}, {"step": 4, "sub": 2, "action": "pyautogui.press('a')"}]}`), load)
+	if err != nil || p.Episode.Steps[0].Sub != 7 || p.Episode.Steps[1].Sub != 2 || p.Episode.Steps[0].Step != 4 {
+		t.Fatalf("%v %+v", err, p.Episode.Steps)
+	}
+	// A sub that would overflow once shifted is a bad line, not a wrap.
+	_, err = ParseLine("f.jsonl", 1, []byte(`{"task_id": "t", "reward": 1, "steps": [{"action": "pyautogui.press('a'); pyautogui.press('b')"}, {"step": 1, "sub": 2147483647, "action": "DONE"}]}`), load)
+	var re *record.Error
+	if !errors.As(err, &re) || re.Field != "steps" {
+		t.Fatalf("overflow: %v", err)
 	}
 }
 

@@ -32,13 +32,19 @@
 // runtime.log (stored as a text blob), and the size of recording.mp4 (not
 // stored: videos are large).
 //
-// Each traj.jsonl line becomes one steps row: step = step_num, sub = its
-// index among lines sharing step_num (one response, several actions),
-// typed action parsed from the pyautogui string or computer_13 object
-// (kind "unknown" when it does not reduce to one action; raw_action keeps
-// the text), response, reward, done, timestamp = action_timestamp, info =
-// the line's remaining fields as a JSON object ({"info": ...,
-// "natural_language_action": ...}). OSWorld saves the screenshot taken
+// Each traj.jsonl line becomes one steps row per action it performed:
+// step = step_num, sub = the action's index among the actions of that
+// step_num (one response, several actions: OSWorld repeats step_num, and
+// one pyautogui script may hold several calls), typed action parsed from
+// the pyautogui string by the simulator's parser
+// (simdesk/action.ParsePyAutoGUISteps: folded to the fewest actions with
+// the same effect, so a trailing time.sleep or a moveTo before a dragTo
+// adds no row) or from the computer_13 object (action.ParseComputer13);
+// one row of kind "unknown" when it does not parse or performs nothing.
+// The rows of a line share raw_action (the line's text), response,
+// timestamp = action_timestamp and info = the line's remaining fields as a
+// JSON object ({"info": ..., "natural_language_action": ...}); reward and
+// done go on its last row. OSWorld saves the screenshot taken
 // after each action; observation is the screen the policy saw when it
 // wrote the response: the screenshot of the last line of the previous
 // step_num (empty for the first response unless a step_0*.png exists).

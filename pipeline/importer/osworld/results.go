@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cualake/cualake/pipeline/importer/pyautogui"
 	"github.com/cualake/cualake/pipeline/importer/record"
 	"github.com/cualake/cualake/schemas"
 )
@@ -254,21 +253,18 @@ func ReadEpisode(p EpisodePath, known func(string) bool) (*record.Episode, []*re
 		} else if shot != nil {
 			w, h = int(shot.Width), int(shot.Height)
 		}
-		s := schemas.Step{TrajectoryID: id, Step: l.StepNum, Sub: subs[l.StepNum], Response: l.Response, Reward: l.Reward,
-			Done: l.Done, Info: l.Rest, Timestamp: l.Timestamp}
-		subs[l.StepNum]++
-		s.RawAction, s.ActionKind = actionText(l.Action), "unknown"
-		if a, err := parseAction(l.Action, w, h); err == nil {
-			s.SetAction(a)
-		}
+		base := schemas.Step{TrajectoryID: id, Step: l.StepNum, Response: l.Response, Info: l.Rest, Timestamp: l.Timestamp,
+			RawAction: actionText(l.Action)}
 		if seen != nil {
-			s.Observation = seen.Hash
+			base.Observation = seen.Hash
 		}
-		if err := schemas.Steps.Validate(&s); err != nil {
+		rows, err := lineSteps(base, l, subs[l.StepNum], w, h)
+		if err != nil {
 			rejects = append(rejects, record.FromValidation(rel("traj.jsonl"), lineNos[i], schemas.Steps.Name, "", err))
 			continue
 		}
-		ep.Steps = append(ep.Steps, s)
+		subs[l.StepNum] += int32(len(rows))
+		ep.Steps = append(ep.Steps, rows...)
 		if shot != nil {
 			prev = shot
 		}
@@ -353,15 +349,30 @@ func actionText(a json.RawMessage) string {
 	return compact(a)
 }
 
-func parseAction(a json.RawMessage, w, h int) (schemas.Action, error) {
-	var s string
-	if json.Unmarshal(a, &s) == nil {
-		return pyautogui.Parse(s, w, h)
+// lineSteps returns the steps rows of one traj.jsonl line: one per action
+// its action performed (ParseAction), numbered from sub on, or one of kind
+// "unknown" when the action does not parse. The rows share base (response,
+// raw action, observation, info, timestamp); the line's reward and done
+// describe the screen after the whole action, so they go on the last row.
+func lineSteps(base schemas.Step, l TrajLine, sub int32, w, h int) ([]schemas.Step, error) {
+	acts, err := ParseAction(l.Action, w, h)
+	if err != nil {
+		acts = []schemas.Action{{Kind: "unknown"}}
 	}
-	if isObject(a) {
-		return pyautogui.ParseComputer13(a, w, h)
+	rows := make([]schemas.Step, len(acts))
+	for k, a := range acts {
+		s := base
+		s.Sub = sub + int32(k)
+		s.SetAction(a)
+		if k == len(acts)-1 {
+			s.Reward, s.Done = l.Reward, l.Done
+		}
+		if err := schemas.Steps.Validate(&s); err != nil {
+			return nil, err
+		}
+		rows[k] = s
 	}
-	return schemas.Action{}, fmt.Errorf("no action")
+	return rows, nil
 }
 
 // splitLines splits b at '\n', dropping a final empty line.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -207,12 +208,60 @@ func FuzzParseTrajLine(f *testing.F) {
 		if l.IsError() {
 			return
 		}
-		s := schemas.Step{TrajectoryID: "t", Step: l.StepNum, Reward: l.Reward, Info: l.Rest, RawAction: actionText(l.Action), ActionKind: "unknown"}
-		if a, err := parseAction(l.Action, 1920, 1080); err == nil {
-			s.SetAction(a)
-		}
-		if err := schemas.Steps.Validate(&s); err != nil {
+		base := schemas.Step{TrajectoryID: "t", Step: l.StepNum, Info: l.Rest, RawAction: actionText(l.Action)}
+		rows, err := lineSteps(base, l, 0, 1920, 1080)
+		if err != nil {
 			t.Fatalf("accepted line gives an invalid step: %v", err)
 		}
+		for k, s := range rows {
+			if s.Sub != int32(k) || s.RawAction != base.RawAction || (k < len(rows)-1 && (s.Reward != 0 || s.Done)) {
+				t.Fatalf("row %d of %d: %+v", k, len(rows), s)
+			}
+			for _, c := range []*int32{s.X, s.Y, s.X2, s.Y2} {
+				if c != nil && (*c < 0 || *c > 1000) {
+					t.Fatalf("coordinate off the grid: %+v", s)
+				}
+			}
+		}
 	})
+}
+
+// A line whose script performs several actions becomes one row per action,
+// numbered on from the subs of earlier lines with the same step_num; a
+// later line of that step_num follows them.
+func TestMultiActionLine(t *testing.T) {
+	dir := t.TempDir()
+	ep := filepath.Join(dir, "pyautogui", "screenshot", "m", "os", "task-1")
+	os.MkdirAll(ep, 0o755)
+	lines := []string{
+		`{"step_num": 1, "action": "pyautogui.click(960, 540)\ntime.sleep(0.5)\npyautogui.typewrite('ls')\npyautogui.press('enter')", "response": "r1", "reward": 0.25, "done": false}`,
+		`{"step_num": 1, "action": "pyautogui.hotkey('ctrl', 'l')", "response": "r1"}`,
+		`{"step_num": 2, "action": "pyautogui.moveTo(960, 540); pyautogui.scroll(-3)", "response": "r2", "done": true, "reward": 1}`,
+		`{"step_num": 3, "action": {"action_type": "PRESS", "key": "Return"}}`,
+		`{"step_num": 4, "action": "pyautogui.keyDown('ctrl')"}`,
+	}
+	os.WriteFile(filepath.Join(ep, "traj.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	os.WriteFile(filepath.Join(ep, "result.txt"), []byte("1\n"), 0o644)
+	s := &memSink{}
+	if _, err := ReadResults(context.Background(), dir, 1, s); err != nil || len(s.rejects) != 0 || len(s.episodes) != 1 {
+		t.Fatalf("%v %v", err, s.rejects)
+	}
+	e := s.episodes[0]
+	var got []string
+	for _, r := range e.Steps {
+		got = append(got, fmt.Sprintf("%d.%d %s %v %v", r.Step, r.Sub, r.ActionKind, r.Reward, r.Done))
+	}
+	want := []string{"1.0 click 0 false", "1.1 type 0 false", "1.2 key 0.25 false", "1.3 hotkey 0 false", "2.0 scroll 1 true", "3.0 key 0 false", "4.0 unknown 0 false"}
+	if strings.Join(got, "|") != strings.Join(want, "|") || e.Trajectory.Steps != 7 {
+		t.Fatalf("rows\n got %v\nwant %v", got, want)
+	}
+	if r := e.Steps[2]; r.RawAction != e.Steps[0].RawAction || r.Response != "r1" || r.Keys[0] != "enter" {
+		t.Fatalf("shared columns: %+v", r)
+	}
+	if r := e.Steps[4]; *r.X != 500 || *r.Y != 500 || r.Direction != "down" || r.Amount != 3 {
+		t.Fatalf("move then scroll: %+v", r)
+	}
+	if r := e.Steps[5]; r.Keys[0] != "enter" {
+		t.Fatalf("computer_13 key: %+v", r)
+	}
 }

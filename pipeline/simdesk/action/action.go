@@ -1,8 +1,11 @@
 // Package action is the ScaleCUA/OSWorld action space of the simulator as
 // typed schemas.Action values: constructors, validation, the mapping between
 // the 1000x1000 action grid and screen pixels, key names, the compact text
-// form the RL policy emits (Parse/Format) and pyautogui command strings
-// (ParsePyAutoGUI/FormatPyAutoGUI).
+// form the RL policy emits (Parse/Format), pyautogui command strings
+// (ParsePyAutoGUI/FormatPyAutoGUI, and ParsePyAutoGUISteps for the actions
+// a trajectory records for a logged script) and OSWorld's computer_13
+// action dictionaries (ParseComputer13). The importers and the simulator
+// share this one reading of pyautogui.
 package action
 
 import (

@@ -25,10 +25,38 @@ var noopCalls = map[string]bool{"pyautogui.position": true, "pyautogui.size": tr
 
 // ParsePyAutoGUI translates a pyautogui script (statements separated by
 // newlines or ";", as sent to OSWorld's /execute through "python -c") into
-// typed actions. Pixel coordinates map to the grid. Imports and
-// pyautogui.X = ... settings are skipped; DONE, FAIL and WAIT are the
-// special answers. Anything else is an error naming the offending call.
+// typed actions, one per event the simulator executes: a sleep is a wait, a
+// move inside a mouseDown ... mouseUp drag is a move before the drag, and
+// key names are kept as written. Pixel coordinates map to the grid. Imports
+// (which may rename pyautogui, "import pyautogui as pg", or import its
+// functions, "from pyautogui import click") and pyautogui.X = ... settings
+// are read and skipped; DONE, FAIL and WAIT are the special answers.
+// Anything else is an error naming the offending call.
 func ParsePyAutoGUI(src string, screen Screen) ([]schemas.Action, error) {
+	return parsePyAutoGUI(src, screen, false)
+}
+
+// ParsePyAutoGUISteps translates a pyautogui script as an agent logged it
+// into the actions a trajectory records for it: those of ParsePyAutoGUI
+// folded into the fewest that leave the desktop in the same state. Moves
+// made with the button down are part of the drag, a move followed by an
+// action that starts by moving the mouse is dropped, and one followed by an
+// action at the mouse position (a scroll, a click or a drag without
+// coordinates) gives it its coordinates; sleeps beside other actions only
+// pace the script and are dropped (a script of sleeps is one wait);
+// consecutive presses of one key are one key action with a count, and
+// consecutive typed texts one text. Key names are canonical (NormalizeKey;
+// names it does not know are lower-cased). A script without actions (only
+// imports or comments) gives none.
+func ParsePyAutoGUISteps(src string, screen Screen) ([]schemas.Action, error) {
+	acts, err := parsePyAutoGUI(src, screen, true)
+	if err != nil {
+		return nil, err
+	}
+	return fold(acts), nil
+}
+
+func parsePyAutoGUI(src string, screen Screen, steps bool) ([]schemas.Action, error) {
 	if screen.Width <= 0 || screen.Height <= 0 {
 		return nil, fmt.Errorf("pyautogui: screen size %dx%d", screen.Width, screen.Height)
 	}
@@ -40,7 +68,7 @@ func ParsePyAutoGUI(src string, screen Screen) ([]schemas.Action, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pyautogui: %w", err)
 	}
-	t := &translator{screen: screen}
+	t := &translator{screen: screen, steps: steps}
 	if screen.Mouse != nil {
 		m := *screen.Mouse
 		t.pos = &m
@@ -50,15 +78,35 @@ func ParsePyAutoGUI(src string, screen Screen) ([]schemas.Action, error) {
 			return nil, fmt.Errorf("pyautogui: %s: %w", c.name, err)
 		}
 	}
+	t.flush() // the script ends with the button down: the moves held back still moved the mouse
 	return t.out, nil
 }
 
 type translator struct {
 	screen Screen
+	steps  bool         // ParsePyAutoGUISteps: moves with the button down belong to the drag
 	pos    *image.Point // the mouse, in pixels, when known
 	down   *image.Point // where the left button went down (mouseDown)
 	held   []string     // modifiers held by keyDown
 	out    []schemas.Action
+	// pending is where the last move made with the button down went, held
+	// back in steps mode: mouseUp makes the drag that covers it, anything
+	// else emits it first.
+	pending *image.Point
+}
+
+// emit adds an action, after any move held back.
+func (t *translator) emit(a schemas.Action) {
+	t.flush()
+	t.out = append(t.out, a)
+}
+
+func (t *translator) flush() {
+	if t.pending != nil {
+		x, y := t.grid(*t.pending)
+		t.out = append(t.out, At(Move, x, y))
+		t.pending = nil
+	}
 }
 
 func (t *translator) grid(p image.Point) (int, int) {
@@ -143,16 +191,16 @@ func (t *translator) press(k string, n int) {
 	if len(t.held) > 0 {
 		keys := append(append([]string(nil), t.held...), k)
 		for range max(n, 1) {
-			t.out = append(t.out, HotkeyAction(keys...))
+			t.emit(HotkeyAction(keys...))
 		}
 		return
 	}
-	t.out = append(t.out, KeyAction(k, n))
+	t.emit(KeyAction(k, n))
 }
 
 func (t *translator) call(c pyCall) error {
 	if kind, ok := specialNames[c.name]; ok && !c.call {
-		t.out = append(t.out, Simple(kind))
+		t.emit(Simple(kind))
 		return nil
 	}
 	if !c.call {
@@ -163,8 +211,8 @@ func (t *translator) call(c pyCall) error {
 	}
 	name := strings.TrimPrefix(c.name, "pyautogui.")
 	switch c.name {
-	case "time.sleep", "sleep":
-		t.out = append(t.out, Simple(Wait))
+	case "time.sleep", "sleep", "pyautogui.sleep":
+		t.emit(Simple(Wait))
 		return nil
 	}
 	if name == c.name {
@@ -179,14 +227,29 @@ func (t *translator) call(c pyCall) error {
 		button := map[string]string{"rightClick": "right", "middleClick": "middle"}[name]
 		clicks := map[string]int{"doubleClick": 2, "tripleClick": 3}[name]
 		if name == "click" || name == "leftClick" {
+			// click(x, y, clicks, interval, button, ...); a string third
+			// argument is taken as the button, as agents write
+			// click(x, y, 'right').
 			clicks = 1
-			if v, ok := c.kw("clicks"); ok {
-				if clicks, err = toInt(v); err != nil || clicks < 0 || clicks > 3 {
-					return fmt.Errorf("clicks=%s: want 0 to 3", v)
+			cv, hasClicks := c.kw("clicks")
+			bv, hasButton := c.kw("button")
+			if len(c.args) > 2 {
+				if a := c.args[2]; a.kind == pyStr {
+					bv, hasButton = a, true
+				} else if name == "click" {
+					cv, hasClicks = a, true
 				}
 			}
-			if v, ok := c.arg(2, "button"); ok && v.kind == pyStr {
-				button = strings.ToLower(v.str)
+			if name == "click" && len(c.args) > 4 {
+				bv, hasButton = c.args[4], true
+			}
+			if hasClicks {
+				if clicks, err = toInt(cv); err != nil || clicks < 0 || clicks > 3 {
+					return fmt.Errorf("clicks=%s: want 0 to 3", cv)
+				}
+			}
+			if hasButton && bv.kind == pyStr {
+				button = strings.ToLower(bv.str)
 			}
 		}
 		if clicks == 0 {
@@ -205,7 +268,7 @@ func (t *translator) call(c pyCall) error {
 			return fmt.Errorf("unknown button %q", button)
 		}
 		for range clicks {
-			t.out = append(t.out, t.at(kind, p))
+			t.emit(t.at(kind, p))
 		}
 	case "moveTo", "moveRel", "move":
 		p, err := t.point(c, 0)
@@ -221,7 +284,11 @@ func (t *translator) call(c pyCall) error {
 			}
 			p = &image.Point{X: t.pos.X + p.X, Y: t.pos.Y + p.Y}
 		}
-		t.out = append(t.out, t.at(Move, p))
+		if t.steps && t.down != nil {
+			t.pos, t.pending = p, p // part of the drag mouseUp ends
+			return nil
+		}
+		t.emit(t.at(Move, p))
 	case "dragTo", "dragRel", "drag":
 		p, err := t.point(c, 0)
 		if err != nil {
@@ -243,7 +310,7 @@ func (t *translator) call(c pyCall) error {
 			a.X, a.Y = i32(x), i32(y)
 		}
 		t.pos = p
-		t.out = append(t.out, a)
+		t.emit(a)
 	case "mouseDown":
 		p, err := t.point(c, 0)
 		if err != nil {
@@ -268,12 +335,13 @@ func (t *translator) call(c pyCall) error {
 		if t.down == nil || t.pos == nil {
 			return fmt.Errorf("mouseUp without mouseDown")
 		}
+		t.pending = nil // the drag or click ends where it went
 		if *t.down == *t.pos {
-			t.out = append(t.out, t.at(Click, t.pos))
+			t.emit(t.at(Click, t.pos))
 		} else {
 			x, y := t.grid(*t.down)
 			x2, y2 := t.grid(*t.pos)
-			t.out = append(t.out, DragAction(x, y, x2, y2))
+			t.emit(DragAction(x, y, x2, y2))
 		}
 		t.down = nil
 	case "scroll", "vscroll", "hscroll":
@@ -286,7 +354,7 @@ func (t *translator) call(c pyCall) error {
 			return err
 		}
 		if n == 0 {
-			t.out = append(t.out, Simple(Wait))
+			t.emit(Simple(Wait))
 			return nil
 		}
 		dir := map[bool]string{true: "up", false: "down"}[n > 0]
@@ -299,12 +367,12 @@ func (t *translator) call(c pyCall) error {
 			return err
 		}
 		if p == nil {
-			t.out = append(t.out, ScrollAction(dir, n))
+			t.emit(ScrollAction(dir, n))
 			return nil
 		}
 		t.pos = p
 		x, y := t.grid(*p)
-		t.out = append(t.out, ScrollAt(dir, n, x, y))
+		t.emit(ScrollAt(dir, n, x, y))
 	case "typewrite", "write", "typeWrite":
 		v, ok := c.arg(0, "message")
 		if !ok {
@@ -313,7 +381,7 @@ func (t *translator) call(c pyCall) error {
 		switch {
 		case v.kind == pyStr && len(t.held) == 0:
 			if v.str != "" {
-				t.out = append(t.out, TypeAction(v.str))
+				t.emit(TypeAction(v.str))
 			}
 		default:
 			keys, err := keyList(v)
@@ -357,7 +425,7 @@ func (t *translator) call(c pyCall) error {
 		if len(keys) == 0 {
 			return fmt.Errorf("needs keys")
 		}
-		t.out = append(t.out, HotkeyAction(append(append([]string(nil), t.held...), keys...)...))
+		t.emit(HotkeyAction(append(append([]string(nil), t.held...), keys...)...))
 	case "keyDown", "keyUp":
 		v, ok := c.arg(0, "key")
 		if !ok || v.kind != pyStr {

@@ -9,8 +9,10 @@ import (
 
 // A small lexer and value model for the subset of Python that agents write
 // around pyautogui calls: calls with positional and keyword arguments,
-// numbers, strings, lists, tuples, True/False/None, imports and attribute
-// assignments (both ignored).
+// numbers (with + - * / arithmetic), strings (adjacent or +-joined ones
+// concatenated), lists, tuples, True/False/None, imports (which may rename
+// pyautogui or import its functions by name) and pyautogui.X = ... settings
+// (ignored).
 
 type tokKind int
 
@@ -31,10 +33,17 @@ type token struct {
 	pos  int
 }
 
+// maxTokens bounds the work on hostile input; real scripts use a few
+// hundred tokens at most.
+const maxTokens = 1 << 16
+
 func lex(src string) ([]token, error) {
 	var out []token
 	depth := 0 // inside brackets newlines do not end statements
 	for i := 0; i < len(src); {
+		if len(out) > maxTokens {
+			return nil, fmt.Errorf("script longer than %d tokens", maxTokens)
+		}
 		c := src[i]
 		switch {
 		case c == '#':
@@ -48,7 +57,7 @@ func lex(src string) ([]token, error) {
 				out = append(out, token{kind: tSep, pos: i})
 			}
 			i++
-		case c == ' ' || c == '\t' || c == '\r':
+		case c == ' ' || c == '\t' || c == '\r' || c == '\f':
 			i++
 		case c >= '0' && c <= '9' || (c == '.' && i+1 < len(src) && src[i+1] >= '0' && src[i+1] <= '9'):
 			j := i
@@ -80,7 +89,7 @@ func lex(src string) ([]token, error) {
 			}
 			out = append(out, token{kind: tName, text: src[i:j], pos: i})
 			i = j
-		case strings.IndexByte("()[]{},=:-+*", c) >= 0:
+		case strings.IndexByte("()[]{},=:-+*/", c) >= 0:
 			switch c {
 			case '(', '[', '{':
 				depth++
@@ -138,6 +147,23 @@ func lexString(s string, raw bool) (string, int, error) {
 		case '\\', '\'', '"':
 			b.WriteByte(e)
 		case '\n':
+		case 'a':
+			b.WriteByte(7)
+		case 'b':
+			b.WriteByte(8)
+		case 'f':
+			b.WriteByte(12)
+		case 'v':
+			b.WriteByte(11)
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			// Octal: up to three digits (\0 is NUL).
+			v, j := 0, i-1
+			for j < len(s) && j < i+2 && s[j] >= '0' && s[j] <= '7' {
+				v = v*8 + int(s[j]-'0')
+				j++
+			}
+			b.WriteRune(rune(v))
+			i = j
 		case 'x', 'u', 'U':
 			n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
 			if i+n > len(s) {
@@ -230,6 +256,12 @@ func (c *pyCall) arg(i int, name string) (pyVal, bool) {
 type pyParser struct {
 	toks []token
 	i    int
+	// alias maps a name bound by an import to the dotted name it stands
+	// for: "pg" -> "pyautogui" (import pyautogui as pg), "click" ->
+	// "pyautogui.click" (from pyautogui import click).
+	alias map[string]string
+	// star lists modules imported with "from M import *".
+	star []string
 }
 
 func (p *pyParser) next() token { t := p.toks[p.i]; p.i = min(p.i+1, len(p.toks)-1); return t }
@@ -238,6 +270,11 @@ func (p *pyParser) peek() token { return p.toks[p.i] }
 func (p *pyParser) isPunct(s string) bool {
 	t := p.peek()
 	return t.kind == tPunct && t.text == s
+}
+
+func (p *pyParser) isName(s string) bool {
+	t := p.peek()
+	return t.kind == tName && t.text == s
 }
 
 // statements parses the whole script into calls.
@@ -287,18 +324,126 @@ func (p *pyParser) skipStatement() {
 	}
 }
 
+// resolve rewrites a dotted name through the script's imports:
+// pg.click -> pyautogui.click after "import pyautogui as pg", click ->
+// pyautogui.click after "from pyautogui import click" or "... import *".
+func (p *pyParser) resolve(name string) string {
+	head, rest, dotted := strings.Cut(name, ".")
+	if to, ok := p.alias[head]; ok {
+		if dotted {
+			return to + "." + rest
+		}
+		return to
+	}
+	if !dotted && name != "print" {
+		for _, m := range p.star {
+			if m == "pyautogui" {
+				return m + "." + name
+			}
+		}
+	}
+	return name
+}
+
+// importStatement records the names an import binds: "import a.b as c",
+// "from m import x as y, z", "from m import (x, y)", "from m import *".
+// Whatever it does not understand it skips, as before imports were read.
+func (p *pyParser) importStatement(kw string) {
+	defer p.skipStatement()
+	if p.alias == nil {
+		p.alias = map[string]string{}
+	}
+	// asName reads an optional "as NAME".
+	asName := func() (string, bool) {
+		if !p.isName("as") {
+			return "", true
+		}
+		p.next()
+		if t := p.peek(); t.kind == tName && !strings.Contains(t.text, ".") {
+			p.next()
+			return t.text, true
+		}
+		return "", false
+	}
+	if kw == "import" {
+		for {
+			t := p.peek()
+			if t.kind != tName {
+				return
+			}
+			p.next()
+			as, ok := asName()
+			if !ok {
+				return
+			}
+			if as != "" {
+				p.alias[as] = t.text
+			} else {
+				delete(p.alias, strings.SplitN(t.text, ".", 2)[0]) // "import pyautogui" rebinds the name
+			}
+			if !p.isPunct(",") {
+				return
+			}
+			p.next()
+		}
+	}
+	mod := p.peek()
+	if mod.kind != tName {
+		return
+	}
+	p.next()
+	if !p.isName("import") {
+		return
+	}
+	p.next()
+	if p.isPunct("*") {
+		p.next()
+		p.star = append(p.star, mod.text)
+		return
+	}
+	paren := p.isPunct("(")
+	if paren {
+		p.next()
+	}
+	for {
+		t := p.peek()
+		if t.kind != tName || strings.Contains(t.text, ".") {
+			return
+		}
+		p.next()
+		as, ok := asName()
+		if !ok {
+			return
+		}
+		if as == "" {
+			as = t.text
+		}
+		p.alias[as] = mod.text + "." + t.text
+		if !p.isPunct(",") {
+			break
+		}
+		p.next()
+		if paren && p.isPunct(")") {
+			break
+		}
+	}
+	if paren && p.isPunct(")") {
+		p.next()
+	}
+}
+
 func (p *pyParser) statement() (pyCall, error) {
 	t := p.next()
 	if t.kind != tName {
 		return pyCall{}, fmt.Errorf("unexpected %s at offset %d", describe(t), t.pos)
 	}
 	if t.text == "import" || t.text == "from" {
-		p.skipStatement()
+		p.importStatement(t.text)
 		return pyCall{}, nil
 	}
 	if p.isPunct("=") {
 		// Settings such as pyautogui.FAILSAFE = False change nothing here.
-		if strings.HasPrefix(t.text, "pyautogui.") {
+		if strings.HasPrefix(p.resolve(t.text), "pyautogui.") {
 			p.skipStatement()
 			return pyCall{}, nil
 		}
@@ -308,18 +453,21 @@ func (p *pyParser) statement() (pyCall, error) {
 		return pyCall{name: t.text}, nil
 	}
 	p.next()
-	c := pyCall{name: t.text, call: true}
+	c := pyCall{name: p.resolve(t.text), call: true}
 	for !p.isPunct(")") {
 		if n := p.peek(); n.kind == tName && p.toks[p.i+1].kind == tPunct && p.toks[p.i+1].text == "=" {
 			p.next()
 			p.next()
-			v, err := p.value()
+			v, err := p.value(0)
 			if err != nil {
 				return c, err
 			}
 			c.kwargs = append(c.kwargs, kwarg{name: n.text, val: v})
 		} else {
-			v, err := p.value()
+			if len(c.kwargs) > 0 {
+				return c, fmt.Errorf("positional argument after keyword argument at offset %d in call to %s", n.pos, t.text)
+			}
+			v, err := p.value(0)
 			if err != nil {
 				return c, err
 			}
@@ -338,7 +486,79 @@ func (p *pyParser) statement() (pyCall, error) {
 	return c, nil
 }
 
-func (p *pyParser) value() (pyVal, error) {
+// maxDepth bounds the nesting of brackets and signs, so that hostile input
+// cannot exhaust the stack.
+const maxDepth = 64
+
+// value parses an expression: sums and differences of products and
+// quotients of numbers, or strings joined by +.
+func (p *pyParser) value(depth int) (pyVal, error) {
+	v, err := p.product(depth)
+	if err != nil {
+		return v, err
+	}
+	for p.isPunct("+") || p.isPunct("-") {
+		op := p.next()
+		w, err := p.product(depth)
+		if err != nil {
+			return w, err
+		}
+		switch {
+		case v.kind == pyNum && w.kind == pyNum && op.text == "+":
+			v.num += w.num
+		case v.kind == pyNum && w.kind == pyNum:
+			v.num -= w.num
+		case v.kind == pyStr && w.kind == pyStr && op.text == "+":
+			v.str += w.str
+		default:
+			return pyVal{}, fmt.Errorf("cannot compute %s %s %s at offset %d", v, op.text, w, op.pos)
+		}
+	}
+	return v, nil
+}
+
+func (p *pyParser) product(depth int) (pyVal, error) {
+	v, err := p.unary(depth)
+	if err != nil {
+		return v, err
+	}
+	for p.isPunct("*") || p.isPunct("/") {
+		op := p.next()
+		w, err := p.unary(depth)
+		if err != nil {
+			return w, err
+		}
+		if v.kind != pyNum || w.kind != pyNum || (op.text == "/" && w.num == 0) {
+			return pyVal{}, fmt.Errorf("cannot compute %s %s %s at offset %d", v, op.text, w, op.pos)
+		}
+		if op.text == "*" {
+			v.num *= w.num
+		} else {
+			v.num /= w.num
+		}
+	}
+	return v, nil
+}
+
+func (p *pyParser) unary(depth int) (pyVal, error) {
+	if depth > maxDepth {
+		return pyVal{}, fmt.Errorf("nested deeper than %d at offset %d", maxDepth, p.peek().pos)
+	}
+	if p.isPunct("-") || p.isPunct("+") {
+		t := p.next()
+		v, err := p.unary(depth + 1)
+		if err != nil || v.kind != pyNum {
+			return pyVal{}, fmt.Errorf("bad signed number at offset %d", t.pos)
+		}
+		if t.text == "-" {
+			v.num = -v.num
+		}
+		return v, nil
+	}
+	return p.atom(depth)
+}
+
+func (p *pyParser) atom(depth int) (pyVal, error) {
 	t := p.next()
 	switch t.kind {
 	case tNum:
@@ -359,26 +579,19 @@ func (p *pyParser) value() (pyVal, error) {
 		return pyVal{}, fmt.Errorf("variable %s is not supported at offset %d", t.text, t.pos)
 	case tPunct:
 		switch t.text {
-		case "-", "+":
-			v, err := p.value()
-			if err != nil || v.kind != pyNum {
-				return pyVal{}, fmt.Errorf("bad signed number at offset %d", t.pos)
-			}
-			if t.text == "-" {
-				v.num = -v.num
-			}
-			return v, nil
 		case "(", "[":
 			closer := map[string]string{"(": ")", "[": "]"}[t.text]
 			var l []pyVal
+			comma := false
 			for !p.isPunct(closer) {
-				v, err := p.value()
+				v, err := p.value(depth + 1)
 				if err != nil {
 					return pyVal{}, err
 				}
 				l = append(l, v)
 				if p.isPunct(",") {
 					p.next()
+					comma = true
 					continue
 				}
 				if !p.isPunct(closer) {
@@ -387,6 +600,9 @@ func (p *pyParser) value() (pyVal, error) {
 				}
 			}
 			p.next()
+			if t.text == "(" && len(l) == 1 && !comma {
+				return l[0], nil // (x) is x; (x,) is a tuple
+			}
 			return pyVal{kind: pyList, list: l}, nil
 		}
 	}
