@@ -79,12 +79,12 @@ func Default() Config {
 	var c Config
 	c.Seed, c.Iterations, c.Workers, c.Report = 1, 4, 2, "out/report.html"
 	c.Synthesize.Count, c.Synthesize.Backend = 30, "builtin"
-	c.Warmstart.Demos, c.Warmstart.Steps, c.Warmstart.LR, c.Warmstart.MaxTurns = 1, 300, 3e-3, 40
+	c.Warmstart.Demos, c.Warmstart.Steps, c.Warmstart.LR, c.Warmstart.MaxTurns = 1, 600, 1e-2, 40
 	c.InitialPass.N = 4
 	c.Sample.Sampler, c.Sample.Batch, c.Sample.Alpha, c.Sample.PMin, c.Sample.PMax = "frontier", 16, 0.2, 0.1, 0.9
 	c.Rollout.N, c.Rollout.MaxTurns = 8, 30
 	c.Segment.Mode, c.Segment.K, c.Segment.Delta = "window", 5, 5
-	c.Train.Advantage, c.Train.Steps, c.Train.LR = "grpo", 20, 1e-4
+	c.Train.Advantage, c.Train.Steps, c.Train.LR = "grpo", 30, 1e-3
 	c.Eval.N, c.Eval.Split = 1, "heldout"
 	c.Audits = []string{"health", "synthesis", "overlap"}
 	c.Notebooks = []string{"notebooks/rollout-health.md", "notebooks/frontier.md", "notebooks/segments.md"}
