@@ -38,7 +38,11 @@ class Policy(nn.Module):
         self.ff1 = nn.Linear(dim, ffn)
         self.ff2 = nn.Linear(ffn, dim)
         self.lnf = nn.LayerNorm(dim)
-        self.init = nn.Linear(dim, dim)
+        # attention pooling next to the mean, and the copy gate (Go config
+        # fields AttnPool and Copy, on by default)
+        self.pool_q = nn.Parameter(torch.randn(dim, 1) / math.sqrt(dim))
+        self.init = nn.Linear(2 * dim, dim)
+        self.gen = nn.Linear(dim, 1)
         self.gru = nn.GRUCell(2 * dim, dim)
         self.comb = nn.Linear(2 * dim, dim)
         self.proj = nn.Linear(dim, vocab)
@@ -64,18 +68,26 @@ class Policy(nn.Module):
         x = x + self.ff2(F.gelu(self.ff1(self.ln2(x))))
         hs = self.lnf(x)
         pooled = (hs * key_mask[:, :, None]).sum(1) / key_mask.sum(1, keepdim=True)
+        pa = torch.softmax(hs @ self.pool_q / math.sqrt(d) + bias[:, :, None], 1)
+        pooled = torch.cat([pooled, (pa * hs).sum(1)], 1)
         state = torch.tanh(self.init(pooled))
+        onehot = F.one_hot(ids, self.embed.shape[0]).float() * key_mask[:, :, None]
         prev = torch.zeros(b, d)
         ht = hs.transpose(1, 2)
-        outs = []
+        outs, attn = [], []
         for k in range(dec_in.shape[1]):
             e = F.embedding(dec_in[:, k], self.embed)
             state = self.gru(torch.cat([e, prev], 1), state)
             sc = (state[:, None, :] @ ht) / math.sqrt(d) + bias[:, None, :]
-            ctx = (torch.softmax(sc, -1) @ hs).squeeze(1)
+            a = torch.softmax(sc, -1)
+            ctx = (a @ hs).squeeze(1)
             prev = torch.tanh(self.comb(torch.cat([state, ctx], 1)))
             outs.append(prev)
-        return self.proj(torch.stack(outs, 1))
+            attn.append(a)
+        o = torch.stack(outs, 1)
+        g = torch.sigmoid(self.gen(o))
+        mix = g * torch.softmax(self.proj(o), -1) + (1 - g) * (torch.cat(attn, 1) @ onehot)
+        return torch.log(mix.clamp_min(1e-12))
 
 
 def main():
