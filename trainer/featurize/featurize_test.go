@@ -13,56 +13,34 @@ import (
 // checks that its actions have an exact policy form almost always, and that
 // the form decodes back to the same action.
 func TestOracleActionsRoundTrip(t *testing.T) {
-	sim, err := simdesk.NewSim(simdesk.Options{TreeOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	total, exact, maxCtx := 0, 0, 0
 	var misses []string
-	for _, task := range simdesk.Pool() {
-		obs, err := sim.Reset(task, 1)
-		if err != nil {
-			t.Fatal(err)
+	var hist []string
+	replayOracle(t, func(task schemas.Task, first bool, a schemas.Action, elems []Element) {
+		if first {
+			hist = nil
 		}
-		pol, err := simdesk.Oracle(task)
-		if err != nil {
-			t.Fatal(err)
+		ctx := Context(task.Instruction, elems, hist)
+		maxCtx = max(maxCtx, len(strings.Fields(ctx)))
+		text, ok := Encode(a, elems, task.Instruction)
+		total++
+		if ok {
+			exact++
+			back := Decode(text, elems, task.Instruction)
+			if a.Kind == "key" && a.Amount == 0 {
+				back.Amount = 0
+			}
+			if !reflect.DeepEqual(back, a) {
+				t.Fatalf("%s: %+v -> %q -> %+v", task.TaskID, a, text, back)
+			}
+		} else if len(misses) < 10 {
+			misses = append(misses, task.TaskID+": "+text)
 		}
-		var hist []string
-		for !obs.Done && obs.Step < 60 {
-			a, err := pol.Next(obs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			elems, err := Elements(obs.Tree)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := Context(task.Instruction, elems, hist)
-			maxCtx = max(maxCtx, len(strings.Fields(ctx)))
-			text, ok := Encode(a, elems, task.Instruction)
-			total++
-			if ok {
-				exact++
-				back := Decode(text, elems, task.Instruction)
-				if a.Kind == "key" && a.Amount == 0 {
-					back.Amount = 0
-				}
-				if !reflect.DeepEqual(back, a) {
-					t.Fatalf("%s: %+v -> %q -> %+v", task.TaskID, a, text, back)
-				}
-			} else if len(misses) < 10 {
-				misses = append(misses, task.TaskID+": "+text)
-			}
-			hist = append(hist, text)
-			if len(hist) > 3 {
-				hist = hist[1:]
-			}
-			if obs, err = sim.Step(a); err != nil {
-				t.Fatal(err)
-			}
+		hist = append(hist, text)
+		if len(hist) > 3 {
+			hist = hist[1:]
 		}
-	}
+	})
 	rate := float64(exact) / float64(total)
 	t.Logf("%d oracle actions, %.1f%% with an exact policy form; longest context %d words; misses: %v", total, 100*rate, maxCtx, misses)
 	if rate < 0.9 {
@@ -84,39 +62,20 @@ func TestDecodeGarbage(t *testing.T) {
 // that what the policy learns on training instances transfers. Element
 // indices alone ("click e21") give 32 of 65.
 func TestHeldOutActionsMatchTrainingFamily(t *testing.T) {
-	sim, err := simdesk.NewSim(simdesk.Options{TreeOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	seqs := map[string][]string{} // task id -> encoded oracle actions
+	var tasks []schemas.Task
+	replayOracle(t, func(task schemas.Task, first bool, a schemas.Action, elems []Element) {
+		if first {
+			tasks = append(tasks, task)
+		}
+		text, _ := Encode(a, elems, task.Instruction)
+		seqs[task.TaskID] = append(seqs[task.TaskID], text)
+	})
 	train := map[string]map[string]bool{}
 	type ho struct{ family, seq string }
 	var heldOut []ho
-	for _, task := range simdesk.Pool() {
-		pol, err := simdesk.Oracle(task)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obs, err := sim.Reset(task, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var acts []string
-		for !obs.Done && obs.Step < 60 {
-			a, err := pol.Next(obs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			elems, err := Elements(obs.Tree)
-			if err != nil {
-				t.Fatal(err)
-			}
-			text, _ := Encode(a, elems, task.Instruction)
-			acts = append(acts, text)
-			if obs, err = sim.Step(a); err != nil {
-				t.Fatal(err)
-			}
-		}
-		fam, seq := simdesk.FamilyOf(task.TaskID), strings.Join(acts, " ; ")
+	for _, task := range tasks {
+		fam, seq := simdesk.FamilyOf(task.TaskID), strings.Join(seqs[task.TaskID], " ; ")
 		if task.Split == "heldout" {
 			heldOut = append(heldOut, ho{fam, seq})
 			continue
@@ -190,5 +149,40 @@ func TestContextLeadsWithStepAndLatestAction(t *testing.T) {
 	}
 	if got := Context("Go.", nil, make([]string, 40)); !strings.HasPrefix(got, "s24 history") {
 		t.Fatalf("step counter not capped: %s", got)
+	}
+}
+
+// replayOracle runs the oracle on every built-in task (tree only, at most 60
+// steps) and calls visit with each action and the elements it was chosen
+// on; first marks a task's first action.
+func replayOracle(t *testing.T, visit func(task schemas.Task, first bool, a schemas.Action, elems []Element)) {
+	t.Helper()
+	sim, err := simdesk.NewSim(simdesk.Options{TreeOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range simdesk.Pool() {
+		obs, err := sim.Reset(task, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol, err := simdesk.Oracle(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for first := true; !obs.Done && obs.Step < 60; first = false {
+			a, err := pol.Next(obs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			elems, err := Elements(obs.Tree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			visit(task, first, a, elems)
+			if obs, err = sim.Step(a); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
