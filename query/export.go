@@ -16,6 +16,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/outfile"
 	"github.com/cualake/cualake/schemas"
 )
 
@@ -117,17 +118,22 @@ func sameFiles(a, b lake.TableFiles) bool {
 // Export writes a self-contained release bundle of snapshot m into dir:
 // Hive-partitioned Parquet per table (<table>/<column>=<value>/data_0.parquet
 // for tables with a partition column), the manifest, SHA256SUMS and a
-// dataset card README.md. dir must be empty or absent.
+// dataset card README.md. dir must be absent or an empty directory, outside
+// any lake; the bundle is staged in a private folder beside it (see
+// outfile.WriteDir), so a failed export leaves nothing and destroys nothing.
 func Export(ctx context.Context, l *lake.Lake, m *lake.Manifest, dir string) error {
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return fmt.Errorf("export: %s is not empty", dir)
+	var lakes []string
+	if local, ok := l.Storage().(interface{ Root() string }); ok {
+		lakes = append(lakes, local.Root())
 	}
-	tmp := dir + ".tmp-export"
-	os.RemoveAll(tmp)
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
+	if err := outfile.WriteDir(dir, func(tmp string) error { return exportInto(ctx, l, m, tmp) }, lakes...); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	return nil
+}
+
+// exportInto writes the bundle into the fresh folder tmp.
+func exportInto(ctx context.Context, l *lake.Lake, m *lake.Manifest, tmp string) error {
 	db, conn, err := internal(ctx)
 	if err != nil {
 		return err
@@ -149,7 +155,7 @@ func Export(ctx context.Context, l *lake.Lake, m *lake.Manifest, dir string) err
 				stmt = ""
 			}
 		} else {
-			if err := os.MkdirAll(target, 0o755); err != nil {
+			if err := os.MkdirAll(target, 0o777); err != nil {
 				return err
 			}
 			stmt = fmt.Sprintf(`COPY (SELECT * FROM %s ORDER BY %s) TO %s (FORMAT parquet, COMPRESSION zstd)`,
@@ -165,21 +171,17 @@ func Export(ctx context.Context, l *lake.Lake, m *lake.Manifest, dir string) err
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "manifest.json"), body, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, "manifest.json"), body, 0o666); err != nil {
 		return err
 	}
 	card, err := datasetCard(ctx, l, m)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "README.md"), []byte(card), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, "README.md"), []byte(card), 0o666); err != nil {
 		return err
 	}
-	if err := writeSums(tmp); err != nil {
-		return err
-	}
-	os.Remove(dir) // an empty dir, if any
-	return os.Rename(tmp, dir)
+	return writeSums(tmp)
 }
 
 func quoteAll(xs []string) []string {
@@ -213,7 +215,7 @@ func writeSums(dir string) error {
 		return err
 	}
 	sort.Slice(lines, func(a, b int) bool { return lines[a][66:] < lines[b][66:] })
-	return os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	return os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(strings.Join(lines, "\n")+"\n"), 0o666)
 }
 
 func datasetCard(ctx context.Context, l *lake.Lake, m *lake.Manifest) (string, error) {

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -20,6 +18,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/cualake/cualake/pipeline/outfile"
 )
 
 // Result is a fully read query result.
@@ -199,25 +199,21 @@ func writeTable(w io.Writer, res *Result) error {
 }
 
 // WriteFile writes res to path in the given format with our own code (never
-// DuckDB's COPY, which the confinement refuses), atomically.
-func WriteFile(path, format string, res *Result) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+// DuckDB's COPY, which the confinement refuses), by outfile's rules: a
+// regular file is replaced atomically, a device or FIFO (/dev/stdout) is
+// written through, a symbolic link is followed, and a directory or a path
+// inside a lake folder (found by its marker, or one of lakes) is refused.
+func WriteFile(path, format string, res *Result, lakes ...string) error {
+	err := outfile.Write(path, func(w io.Writer) error {
+		if format == "parquet" {
+			return writeParquet(w, res) // w hides Close: pqarrow closes writers it can
+		}
+		return Write(w, format, res)
+	}, lakes...)
 	if err != nil {
-		return fmt.Errorf("--out %s: %w", path, err)
+		return fmt.Errorf("--out %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if format == "parquet" {
-		err = writeParquet(struct{ io.Writer }{tmp}, res) // hide Close: pqarrow closes writers it can
-	} else {
-		err = Write(tmp, format, res)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("--out %s: %w", path, err)
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }
 
 // arrowOf maps a DuckDB type name to an Arrow type.

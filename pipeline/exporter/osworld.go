@@ -8,15 +8,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/outfile"
 	"github.com/cualake/cualake/schemas"
 )
 
@@ -81,19 +80,31 @@ type OSWorldReport struct {
 
 // OSWorldTasks writes the tasks of snapshot m under dir as
 // examples/<domain>/<id>.json plus test_all.json (domain -> sorted ids), so
-// the pool runs in OSWorld's own harness. dir must not hold an examples/
-// folder already, so stale tasks never mix in.
+// the pool runs in OSWorld's own harness. dir must be absent or an empty
+// directory, outside any lake, so stale tasks never mix in and nothing is
+// overwritten; the tasks are staged in a private folder beside it and
+// renamed into place (see outfile.WriteDir).
 func OSWorldTasks(ctx context.Context, l *lake.Lake, m *lake.Manifest, dir string) (*OSWorldReport, error) {
-	examples := filepath.Join(dir, "examples")
-	if entries, err := os.ReadDir(examples); err == nil && len(entries) > 0 {
-		return nil, fmt.Errorf("export osworld-tasks: %s already holds tasks; export into a new folder", examples)
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("export osworld-tasks: %w", err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("export osworld-tasks: %w", err)
-	}
 	rep := &OSWorldReport{Snapshot: m.ID, Dir: dir, Domains: map[string]int{}}
+	err := outfile.WriteDir(dir, func(tmp string) error { return writeOSWorld(ctx, l, m, tmp, rep) }, lakeRoots(l)...)
+	if err != nil {
+		return nil, fmt.Errorf("export osworld-tasks: %w", err)
+	}
+	return rep, nil
+}
+
+// lakeRoots names l's folder when it is a local one, so that outputs are
+// refused inside it.
+func lakeRoots(l *lake.Lake) []string {
+	if local, ok := l.Storage().(interface{ Root() string }); ok {
+		return []string{local.Root()}
+	}
+	return nil
+}
+
+// writeOSWorld writes the tasks and index into the fresh folder dir.
+func writeOSWorld(ctx context.Context, l *lake.Lake, m *lake.Manifest, dir string, rep *OSWorldReport) error {
+	examples := filepath.Join(dir, "examples")
 	index := map[string][]string{}
 	written := map[string]bool{}
 	err := lake.ScanTable(ctx, l, m, schemas.Tasks, 256, func(rows []schemas.Task) error {
@@ -112,10 +123,10 @@ func OSWorldTasks(ctx context.Context, l *lake.Lake, m *lake.Manifest, dir strin
 				return err
 			}
 			d := filepath.Join(examples, t.Domain)
-			if err := os.MkdirAll(d, 0o755); err != nil {
+			if err := os.MkdirAll(d, 0o777); err != nil {
 				return err
 			}
-			if err := os.WriteFile(filepath.Join(d, t.TaskID+".json"), b, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(d, t.TaskID+".json"), b, 0o666); err != nil {
 				return err
 			}
 			index[t.Domain] = append(index[t.Domain], t.TaskID)
@@ -128,7 +139,7 @@ func OSWorldTasks(ctx context.Context, l *lake.Lake, m *lake.Manifest, dir strin
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("export osworld-tasks: %w", err)
+		return err
 	}
 	for _, ids := range index {
 		sort.Strings(ids)
@@ -138,13 +149,10 @@ func OSWorldTasks(ctx context.Context, l *lake.Lake, m *lake.Manifest, dir strin
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(index); err != nil { // map keys are sorted: deterministic
-		return nil, err
+		return err
 	}
 	// OSWorld's index files (json.dump with indent=2) end without a newline.
-	if err := os.WriteFile(filepath.Join(dir, "test_all.json"), bytes.TrimSuffix(buf.Bytes(), []byte("\n")), 0o644); err != nil {
-		return nil, fmt.Errorf("export osworld-tasks: %w", err)
-	}
-	return rep, nil
+	return os.WriteFile(filepath.Join(dir, "test_all.json"), bytes.TrimSuffix(buf.Bytes(), []byte("\n")), 0o666)
 }
 
 func safeComponent(s string) bool {

@@ -3,8 +3,7 @@ package exporter
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -15,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/outfile"
 	"github.com/cualake/cualake/schemas"
 )
 
@@ -105,8 +105,9 @@ var SegmentsSchema = arrow.NewSchema([]arrow.Field{
 }, nil)
 
 // Verl writes snapshot m to the Parquet file out: the task pool (default),
-// one iteration's batch, or the segments. The file is written to a
-// temporary name and renamed into place.
+// one iteration's batch, or the segments, by outfile's rules: a regular file
+// is replaced atomically, a device or FIFO written through, and a directory
+// or a path inside a lake refused.
 func Verl(ctx context.Context, l *lake.Lake, m *lake.Manifest, out string, opts VerlOptions) (*VerlReport, error) {
 	if opts.Segments && opts.Batch != nil {
 		return nil, fmt.Errorf("export verl: --segments and --batch exclude each other")
@@ -122,26 +123,26 @@ func Verl(ctx context.Context, l *lake.Lake, m *lake.Manifest, out string, opts 
 	case opts.Batch != nil:
 		shape, schema = "batch", VerlPromptSchema(true)
 	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return nil, fmt.Errorf("export verl: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*")
+	rep := &VerlReport{Snapshot: m.ID, Out: out, Shape: shape}
+	err := outfile.Write(out, func(w io.Writer) error { return writeVerl(ctx, l, m, w, schema, opts, rep) }, lakeRoots(l)...)
 	if err != nil {
 		return nil, fmt.Errorf("export verl: %w", err)
 	}
-	defer os.Remove(tmp.Name())
+	return rep, nil
+}
+
+// writeVerl writes the rows of rep.Shape to w as one Parquet file.
+func writeVerl(ctx context.Context, l *lake.Lake, m *lake.Manifest, w io.Writer, schema *arrow.Schema, opts VerlOptions, rep *VerlReport) error {
 	props := parquet.NewWriterProperties(
 		parquet.WithCreatedBy("cualake version "+lake.CodeVersion),
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithMaxRowGroupLength(rowsPerGroup))
-	fw, err := pqarrow.NewFileWriter(schema, tmp, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	fw, err := pqarrow.NewFileWriter(schema, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
-		tmp.Close()
-		return nil, fmt.Errorf("export verl: %w", err)
+		return err
 	}
 	rb := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer rb.Release()
-	rep := &VerlReport{Snapshot: m.ID, Out: out, Shape: shape}
 	pending := 0
 	flush := func() error {
 		if pending == 0 {
@@ -160,7 +161,7 @@ func Verl(ctx context.Context, l *lake.Lake, m *lake.Manifest, out string, opts 
 		}
 		return nil
 	}
-	switch shape {
+	switch rep.Shape {
 	case "segments":
 		err = lake.ScanTable(ctx, l, m, schemas.Segments, 1024, func(rows []schemas.Segment) error {
 			for i := range rows {
@@ -188,15 +189,9 @@ func Verl(ctx context.Context, l *lake.Lake, m *lake.Manifest, out string, opts 
 		err = flush()
 	}
 	if cerr := fw.Close(); err == nil {
-		err = cerr // Close also closes tmp
+		err = cerr
 	}
-	if err != nil {
-		return nil, fmt.Errorf("export verl: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		return nil, fmt.Errorf("export verl: %w", err)
-	}
-	return rep, nil
+	return err
 }
 
 // writeBatch writes the picks of one iteration in rank order, each with its

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/cualake/cualake/pipeline/outfile"
 )
 
 // tmpMarker names files being written; they are invisible to List and
@@ -91,11 +93,17 @@ func (l *Local) Size(_ context.Context, key string) (int64, error) {
 
 // writeTemp writes data to a fresh temporary file beside p and syncs it.
 func writeTemp(p string, data []byte) (string, error) {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
 		return "", err
 	}
 	f, err := os.CreateTemp(filepath.Dir(p), filepath.Base(p)+tmpMarker+"*")
 	if err != nil {
+		return "", err
+	}
+	// CreateTemp makes 0600; a lake shared by a group needs the umask's mode.
+	if err := f.Chmod(outfile.FileMode()); err != nil {
+		f.Close()
+		os.Remove(f.Name())
 		return "", err
 	}
 	if _, err := f.Write(data); err != nil {
@@ -139,7 +147,11 @@ func (l *Local) PutFile(_ context.Context, key, localPath string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	// Callers stage with os.CreateTemp (0600); give the file the umask's mode.
+	if err := os.Chmod(localPath, outfile.FileMode()); err != nil {
 		return fmt.Errorf("write %s: %w", key, err)
 	}
 	if err := os.Rename(localPath, p); err != nil {
