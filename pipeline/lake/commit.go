@@ -20,6 +20,9 @@ type Txn struct {
 	parent  string // "" for the first snapshot
 	base    *Manifest
 	changes map[string]change
+	// newHistory lets a parentless commit land on a lake whose main is
+	// missing although it holds a history (ErrDanglingHistory).
+	newHistory bool
 }
 
 type change struct {
@@ -27,11 +30,26 @@ type change struct {
 	files   []File
 }
 
+// BeginOption changes how Begin starts a transaction.
+type BeginOption func(*Txn)
+
+// NewHistory lets the transaction start a new root on a lake whose main
+// ref is missing although it holds snapshots (a dangling history), which
+// is otherwise refused so that a lost ref cannot silently fork the lake.
+// The earlier snapshots stay in the lake, unreachable from main. On a lake
+// with a main ref, or with no history, it changes nothing.
+func NewHistory() BeginOption { return func(t *Txn) { t.newHistory = true } }
+
 // Begin starts a transaction on top of the snapshot ref names ("" = head of
-// main; an empty lake starts from nothing).
-func (l *Lake) Begin(ctx context.Context, ref string) (*Txn, error) {
+// main; a lake with no history yet starts from nothing). A corrupt ref, or
+// a missing main on a lake that has a history, is an error.
+func (l *Lake) Begin(ctx context.Context, ref string, opts ...BeginOption) (*Txn, error) {
 	t := &Txn{lake: l, changes: map[string]change{}}
+	for _, o := range opts {
+		o(t)
+	}
 	id, err := l.Resolve(ctx, ref)
+	onMain := ref == "" || ref == MainRef
 	switch {
 	case err == nil:
 		m, err := l.Snapshot(ctx, id)
@@ -39,7 +57,7 @@ func (l *Lake) Begin(ctx context.Context, ref string) (*Txn, error) {
 			return nil, err
 		}
 		t.parent, t.base = id, m
-	case errors.Is(err, ErrNotExist) && (ref == "" || ref == MainRef):
+	case onMain && (errors.Is(err, ErrNotExist) || t.newHistory && errors.Is(err, ErrDanglingHistory)):
 		t.base = &Manifest{Tables: map[string]TableFiles{}}
 	default:
 		return nil, err
@@ -90,6 +108,13 @@ const maxRebases = 16
 // onto the new head; otherwise it fails with ErrConflict. Committing a
 // snapshot whose tables equal its parent's is a no-op that returns the
 // parent, so re-running a stage that changes nothing adds no history.
+//
+// Main is read and parsed before anything is written: a corrupt main fails
+// at once (ErrCorrupt) and a moved one is rebased onto, neither leaving a
+// manifest behind; the compare-and-swap then only guards the short window
+// between that read and the swap. A parentless commit is refused with
+// ErrDanglingHistory where main is missing but the lake holds a history,
+// unless the transaction was begun with NewHistory.
 func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 	params := json.RawMessage("{}")
 	if info.Params != nil {
@@ -114,6 +139,39 @@ func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 		if parent != "" && sameTables(m, base) {
 			return base, nil // the data did not change: no new snapshot
 		}
+		head, err := t.lake.readRef(ctx, mainKey)
+		switch {
+		case errors.Is(err, ErrNotExist):
+			if parent != "" {
+				return nil, fmt.Errorf("commit %s on %s: %w: %s is missing; restore it or begin a new history", info.Stage, short(parent), ErrDanglingHistory, mainKey)
+			}
+			if !t.newHistory {
+				if err := t.lake.checkNoHistory(ctx); err != nil {
+					return nil, fmt.Errorf("commit %s: %w", info.Stage, err)
+				}
+			}
+			head = ""
+		case err != nil:
+			return nil, fmt.Errorf("commit %s: %w", info.Stage, err)
+		}
+		if head != parent {
+			if head == id {
+				return t.lake.Snapshot(ctx, id) // someone committed the very same snapshot
+			}
+			if attempt >= maxRebases {
+				return nil, fmt.Errorf("commit %s: %w: main kept moving (%d attempts)", info.Stage, ErrConflict, attempt+1)
+			}
+			headM, err := t.lake.Snapshot(ctx, head)
+			if err != nil {
+				return nil, fmt.Errorf("commit %s: main moved to %s: %w", info.Stage, short(head), err)
+			}
+			if clash := t.overlap(ctx, parent, headM); len(clash) > 0 {
+				return nil, fmt.Errorf("commit %s on %s: %w: main moved to %s, which also changed table(s) %s; re-run the stage on the new head",
+					info.Stage, short(parent), ErrConflict, short(head), strings.Join(clash, ", "))
+			}
+			parent, base = head, headM
+			continue
+		}
 		m.CommittedAt = t.lake.Now().UTC().Format(time.RFC3339)
 		body, err := m.Encode()
 		if err != nil {
@@ -124,35 +182,37 @@ func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 		}
 		var prev []byte
 		if parent != "" {
-			prev = []byte(parent + "\n")
+			prev = formatRef(parent)
 		}
-		err = t.lake.store.CompareAndSwap(ctx, headsDir+MainRef, prev, []byte(id+"\n"))
+		err = t.lake.store.CompareAndSwap(ctx, mainKey, prev, formatRef(id))
 		if err == nil {
+			if parent == "" {
+				if err := t.lake.recordRoot(ctx, id); err != nil {
+					return nil, fmt.Errorf("commit %s: snapshot %s is committed and main points at it, but: %w", info.Stage, id, err)
+				}
+			}
 			return m, nil
 		}
 		if !errors.Is(err, ErrConflict) {
 			return nil, fmt.Errorf("commit %s: move main: %w", info.Stage, err)
 		}
-		head, herr := t.lake.Head(ctx)
-		if herr != nil {
-			return nil, herr
-		}
-		if head == id {
-			return m, nil // someone committed the very same snapshot
-		}
 		if attempt >= maxRebases {
 			return nil, fmt.Errorf("commit %s: %w: main kept moving (%d attempts)", info.Stage, ErrConflict, attempt+1)
 		}
-		headM, herr := t.lake.Snapshot(ctx, head)
-		if herr != nil {
-			return nil, herr
-		}
-		if clash := t.overlap(ctx, parent, headM); len(clash) > 0 {
-			return nil, fmt.Errorf("commit %s on %s: %w: main moved to %s, which also changed table(s) %s; re-run the stage on the new head",
-				info.Stage, short(parent), ErrConflict, short(head), strings.Join(clash, ", "))
-		}
-		parent, base = head, headM
+		// Another writer moved main between the read and the swap: read it
+		// again at the top of the loop.
 	}
+}
+
+// recordRoot writes refs/roots/<id> once main first points at a parentless
+// snapshot. It is what tells a lake that lost its main (a dangling
+// history) from one whose first commit crashed before main existed.
+func (l *Lake) recordRoot(ctx context.Context, id string) error {
+	err := l.store.PutIfAbsent(ctx, rootsDir+id, formatRef(id))
+	if err != nil && !errors.Is(err, ErrExist) {
+		return fmt.Errorf("record root %s%s: %w", rootsDir, id, err)
+	}
+	return nil
 }
 
 // build applies the transaction's changes to base.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -15,9 +14,7 @@ import (
 const (
 	markerKey = "lake.json"
 	// MainRef is the branch every stage commits to.
-	MainRef  = "main"
-	headsDir = "refs/heads/"
-	tagsDir  = "refs/tags/"
+	MainRef = "main"
 )
 
 // Lake is a handle on one lake.
@@ -32,8 +29,8 @@ type marker struct {
 	Kind   string `json:"kind"`
 }
 
-// Init creates an empty lake in store (idempotent): the marker file and a
-// main ref that points at no snapshot yet.
+// Init creates an empty lake in store (idempotent): the marker file. Main
+// does not exist until the first commit creates it.
 func Init(ctx context.Context, store Storage) (*Lake, error) {
 	b, _ := json.Marshal(marker{Format: FormatVersion, Kind: "cualake"})
 	if err := store.PutIfAbsent(ctx, markerKey, append(b, '\n')); err != nil && !errors.Is(err, ErrExist) {
@@ -83,66 +80,70 @@ func (l *Lake) Storage() Storage { return l.store }
 
 func (l *Lake) String() string { return l.store.String() }
 
-var refName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$`)
-
-// Head returns the snapshot id main points at ("" for an empty lake).
+// Head returns the snapshot id main points at: "" for a lake that has no
+// history yet, ErrCorrupt if the ref is malformed, ErrDanglingHistory if
+// main is missing although the lake holds a history.
 func (l *Lake) Head(ctx context.Context) (string, error) {
-	b, err := l.store.Get(ctx, headsDir+MainRef)
+	id, err := l.readRef(ctx, mainKey)
 	if errors.Is(err, ErrNotExist) {
-		return "", nil
+		return "", l.checkNoHistory(ctx)
 	}
-	if err != nil {
-		return "", fmt.Errorf("read ref main: %w", err)
-	}
-	return strings.TrimSpace(string(b)), nil
+	return id, err
 }
 
-// Resolve turns a ref into a snapshot id: "" or "main" is the head; a tag
-// name; a full snapshot id; or an unambiguous id prefix of 6+ characters.
+// Resolve turns a ref into a snapshot id: "" or "main" is the head; 4 to 64
+// hex digits are a snapshot id or an unambiguous id prefix of 6+ digits,
+// never a tag; any other name is a tag (ValidateRefName says which names
+// are).
 func (l *Lake) Resolve(ctx context.Context, ref string) (string, error) {
-	if ref == "" || ref == MainRef {
+	switch {
+	case ref == "" || ref == MainRef:
 		id, err := l.Head(ctx)
 		if err == nil && id == "" {
 			return "", fmt.Errorf("lake %s has no snapshot yet: %w", l, ErrNotExist)
 		}
 		return id, err
+	case isHexName(ref):
+		return l.resolveID(ctx, strings.ToLower(ref))
 	}
-	if refName.MatchString(ref) && !strings.Contains(ref, "..") {
-		b, err := l.store.Get(ctx, tagsDir+ref)
-		if err == nil {
-			return strings.TrimSpace(string(b)), nil
-		}
-		if !errors.Is(err, ErrNotExist) {
-			return "", fmt.Errorf("read tag %s: %w", ref, err)
-		}
+	if err := ValidateRefName(ref); err != nil {
+		return "", fmt.Errorf("%q is neither a tag nor a snapshot id of lake %s: %w", ref, l, err)
 	}
-	if idPattern.MatchString(ref) {
+	id, err := l.readRef(ctx, tagsDir+ref)
+	if errors.Is(err, ErrNotExist) {
+		return "", fmt.Errorf("%q is neither a tag nor a snapshot id of lake %s: %w", ref, l, ErrNotExist)
+	}
+	return id, err
+}
+
+// resolveID finds the snapshot a full id or an id prefix names.
+func (l *Lake) resolveID(ctx context.Context, ref string) (string, error) {
+	if len(ref) == 64 {
 		if _, err := l.store.Size(ctx, snapshotKey(ref)); err != nil {
 			return "", fmt.Errorf("snapshot %s: %w", ref, ErrNotExist)
 		}
 		return ref, nil
 	}
-	if len(ref) >= 6 && regexp.MustCompile(`^[0-9a-f]+$`).MatchString(ref) {
-		keys, err := l.store.List(ctx, "snapshots/")
-		if err != nil {
-			return "", err
-		}
-		var match []string
-		for _, k := range keys {
-			id := strings.TrimSuffix(strings.TrimPrefix(k, "snapshots/"), ".json")
-			if strings.HasPrefix(id, ref) {
-				match = append(match, id)
-			}
-		}
-		switch len(match) {
-		case 1:
-			return match[0], nil
-		case 0:
-		default:
-			return "", fmt.Errorf("snapshot prefix %s is ambiguous: %d snapshots match", ref, len(match))
+	if len(ref) < 6 {
+		return "", fmt.Errorf("%q is too short for a snapshot id prefix (6+ hex digits; hex names are never tags): %w", ref, ErrNotExist)
+	}
+	ids, err := l.Snapshots(ctx)
+	if err != nil {
+		return "", err
+	}
+	var match []string
+	for _, id := range ids {
+		if strings.HasPrefix(id, ref) {
+			match = append(match, id)
 		}
 	}
-	return "", fmt.Errorf("%q is neither a tag nor a snapshot id of lake %s: %w", ref, l, ErrNotExist)
+	switch len(match) {
+	case 1:
+		return match[0], nil
+	case 0:
+		return "", fmt.Errorf("no snapshot id of lake %s starts with %s (hex names are never tags): %w", l, ref, ErrNotExist)
+	}
+	return "", fmt.Errorf("snapshot prefix %s is ambiguous: %d snapshots match", ref, len(match))
 }
 
 // Snapshot reads and checks a snapshot's manifest.
@@ -195,25 +196,31 @@ func (l *Lake) Log(ctx context.Context, ref string, limit int) ([]*Manifest, err
 // Tag points name at a snapshot. Tags are immutable: re-tagging the same
 // snapshot is a no-op, moving a tag is an error.
 func (l *Lake) Tag(ctx context.Context, name, ref string) (string, error) {
-	if !refName.MatchString(name) || strings.Contains(name, "..") || name == MainRef || idPattern.MatchString(name) {
-		return "", fmt.Errorf("tag name %q: use letters, digits, '.', '_', '-' and '/' (not main, not a snapshot id)", name)
+	if err := ValidateRefName(name); err != nil {
+		return "", fmt.Errorf("tag: %w", err)
 	}
 	id, err := l.Resolve(ctx, ref)
 	if err != nil {
 		return "", err
 	}
-	err = l.store.PutIfAbsent(ctx, tagsDir+name, []byte(id+"\n"))
+	err = l.store.PutIfAbsent(ctx, tagsDir+name, formatRef(id))
 	if errors.Is(err, ErrExist) {
-		cur, _ := l.Resolve(ctx, name)
+		cur, err := l.readRef(ctx, tagsDir+name)
+		if err != nil {
+			return "", fmt.Errorf("tag %s: %w", name, err)
+		}
 		if cur == id {
 			return id, nil
 		}
 		return "", fmt.Errorf("tag %s already points at %s: %w", name, cur, ErrExist)
 	}
-	return id, err
+	if err != nil {
+		return "", fmt.Errorf("tag %s: %w", name, err)
+	}
+	return id, nil
 }
 
-// Tags returns tag name -> snapshot id.
+// Tags returns tag name -> snapshot id; a corrupt tag is an error.
 func (l *Lake) Tags(ctx context.Context) (map[string]string, error) {
 	keys, err := l.store.List(ctx, tagsDir)
 	if err != nil {
@@ -221,11 +228,11 @@ func (l *Lake) Tags(ctx context.Context) (map[string]string, error) {
 	}
 	out := map[string]string{}
 	for _, k := range keys {
-		b, err := l.store.Get(ctx, k)
+		id, err := l.readRef(ctx, k)
 		if err != nil {
 			return nil, err
 		}
-		out[strings.TrimPrefix(k, tagsDir)] = strings.TrimSpace(string(b))
+		out[strings.TrimPrefix(k, tagsDir)] = id
 	}
 	return out, nil
 }

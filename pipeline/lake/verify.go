@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -31,8 +33,10 @@ type VerifyReport struct {
 func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 }
 
 // Verify checks every manifest (format, id, known tables and versions, its
-// parent exists), every ref and tag, and re-hashes every data file that any
-// snapshot references. progress, if set, is called after each file.
+// parent exists), every ref (its bytes, its name, the snapshot it names; a
+// missing main on a lake with a history is a dangling history), and
+// re-hashes every data file that any snapshot references. progress, if
+// set, is called after each file.
 func (l *Lake) Verify(ctx context.Context, progress func(done, total int)) (*VerifyReport, error) {
 	rep := &VerifyReport{Problems: []Problem{}}
 	ids, err := l.Snapshots(ctx)
@@ -67,22 +71,11 @@ func (l *Lake) Verify(ctx context.Context, progress func(done, total int)) (*Ver
 			}
 		}
 	}
-	head, err := l.Head(ctx)
+	refProblems, err := l.verifyRefs(ctx, known, manifests)
 	if err != nil {
 		return nil, err
 	}
-	if head != "" && !known[head] {
-		rep.Problems = append(rep.Problems, Problem{Key: headsDir + MainRef, Problem: "points at missing or invalid snapshot " + head})
-	}
-	tags, err := l.Tags(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for name, id := range tags {
-		if !known[id] {
-			rep.Problems = append(rep.Problems, Problem{Key: tagsDir + name, Problem: "points at missing or invalid snapshot " + id})
-		}
-	}
+	rep.Problems = append(rep.Problems, refProblems...)
 	paths := make([]string, 0, len(files))
 	for p := range files {
 		paths = append(paths, p)
@@ -131,26 +124,37 @@ type GCReport struct {
 	DryRun  bool     `json:"dry_run"`
 }
 
-// GC removes data files no snapshot references and temporary files that
+// GC removes data files no manifest references and temporary files that
 // interrupted writes left, sparing files younger than grace that a running
-// commit may be about to reference. It refuses to run if any manifest is unreadable,
-// since it could not know which files that snapshot needs.
+// commit may be about to reference. Every manifest's files are kept, also
+// those of snapshots no ref reaches (orphans of failed commits, an
+// abandoned history): they cost only space, and lineage, merges and people
+// may still name those snapshots by id. gc refuses to run if any manifest
+// is unreadable, any ref is corrupt, main is missing on a lake with a
+// history, or a ref reaches (through parents) a snapshot whose manifest is
+// missing: it could not know which files those snapshots need. It never
+// deletes under refs/.
 func (l *Lake) GC(ctx context.Context, dryRun bool, grace time.Duration) (*GCReport, error) {
 	ids, err := l.Snapshots(ctx)
 	if err != nil {
 		return nil, err
 	}
+	manifests := map[string]*Manifest{}
 	live := map[string]bool{}
 	for _, id := range ids {
 		m, err := l.Snapshot(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("gc refuses to run: %w", err)
 		}
+		manifests[id] = m
 		for _, tf := range m.Tables {
 			for _, f := range tf.Files {
 				live[f.Path] = true
 			}
 		}
+	}
+	if err := l.checkReachable(ctx, manifests); err != nil {
+		return nil, fmt.Errorf("gc refuses to run: %w", err)
 	}
 	keys, err := l.store.List(ctx, "data/")
 	if err != nil {
@@ -178,6 +182,11 @@ func (l *Lake) GC(ctx context.Context, dryRun bool, grace time.Duration) (*GCRep
 			return rep, err
 		}
 		for _, p := range left {
+			if rel, _ := filepath.Rel(loc.Root(), p); strings.HasPrefix(filepath.ToSlash(rel), "refs/") {
+				// A temporary file of an interrupted ref write looks like a
+				// ref named like one (which older versions accepted): keep.
+				continue
+			}
 			if st, err := os.Stat(p); err == nil && time.Since(st.ModTime()) < grace {
 				continue // a writer may still be using it
 			}
@@ -211,4 +220,107 @@ func (l *Lake) young(ctx context.Context, key string, grace time.Duration) bool 
 	}
 	st, err := os.Stat(p)
 	return err == nil && time.Since(st.ModTime()) < grace
+}
+
+// verifyRefs checks every ref under refs/: its bytes parse, its name is one
+// cualake accepts, and the snapshot it names exists (known). A missing main
+// is fine for a lake without a history and a dangling history otherwise.
+func (l *Lake) verifyRefs(ctx context.Context, known map[string]bool, manifests []*Manifest) ([]Problem, error) {
+	var out []Problem
+	keys, err := l.store.List(ctx, "refs/")
+	if err != nil {
+		return nil, err
+	}
+	sawMain := false
+	for _, k := range keys {
+		sawMain = sawMain || k == mainKey
+		var nameProblem string
+		switch {
+		case k == mainKey:
+		case strings.HasPrefix(k, headsDir):
+			nameProblem = refNameProblem(strings.TrimPrefix(k, headsDir))
+		case strings.HasPrefix(k, tagsDir):
+			nameProblem = refNameProblem(strings.TrimPrefix(k, tagsDir))
+		case strings.HasPrefix(k, rootsDir):
+			if !idPattern.MatchString(strings.TrimPrefix(k, rootsDir)) {
+				nameProblem = "a root record is named by the snapshot id it holds"
+			}
+		default:
+			nameProblem = "not a ref cualake knows (refs/heads/, refs/tags/, refs/roots/)"
+		}
+		if nameProblem != "" {
+			out = append(out, Problem{Key: k, Problem: "bad ref name: " + nameProblem})
+		}
+		id, err := l.readRef(ctx, k)
+		switch {
+		case errors.Is(err, ErrCorrupt):
+			out = append(out, Problem{Key: k, Problem: err.Error()})
+		case err != nil:
+			return nil, err
+		case !known[id]:
+			out = append(out, Problem{Snapshot: id, Key: k, Problem: "points at missing or invalid snapshot " + id})
+		case strings.HasPrefix(k, rootsDir) && strings.TrimPrefix(k, rootsDir) != id:
+			out = append(out, Problem{Snapshot: id, Key: k, Problem: "a root record holds another id, " + id})
+		}
+	}
+	if sawMain {
+		return out, nil
+	}
+	// Main can also be unreadable without being listed (a directory).
+	if _, err := l.readRef(ctx, mainKey); !errors.Is(err, ErrNotExist) {
+		if errors.Is(err, ErrCorrupt) {
+			return append(out, Problem{Key: mainKey, Problem: err.Error()}), nil
+		}
+		return out, err
+	}
+	ev, err := l.historyEvidence(ctx)
+	if err != nil || ev == "" {
+		return out, err
+	}
+	var names []string
+	for i, m := range leaves(manifests) {
+		if i == 3 {
+			names = append(names, "...")
+			break
+		}
+		names = append(names, fmt.Sprintf("%s (%s, %s)", m.ID, m.Stage, m.CommittedAt))
+	}
+	return append(out, Problem{Key: mainKey, Problem: fmt.Sprintf(
+		"missing, but the lake holds a history (%s): a dangling history, not an empty lake; newest leaf snapshots: %s; restore main with the one to keep (printf '<id>\\n' > %s) or start an unrelated root with --new-history",
+		ev, strings.Join(names, ", "), mainKey)}), nil
+}
+
+// checkReachable walks every ref back through parents and fails on a
+// corrupt ref, on a missing main where the lake has a history, and on any
+// reachable snapshot that manifests (every readable manifest) lacks.
+func (l *Lake) checkReachable(ctx context.Context, manifests map[string]*Manifest) error {
+	refs, err := l.refs(ctx)
+	if err != nil {
+		return err
+	}
+	if _, ok := refs[mainKey]; !ok {
+		if _, err := l.readRef(ctx, mainKey); !errors.Is(err, ErrNotExist) {
+			return err
+		}
+		if err := l.checkNoHistory(ctx); err != nil {
+			return err
+		}
+	}
+	keys := make([]string, 0, len(refs))
+	for k := range refs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	seen := map[string]bool{}
+	for _, k := range keys {
+		for id := refs[k]; id != "" && !seen[id]; {
+			m, ok := manifests[id]
+			if !ok {
+				return fmt.Errorf("%s reaches snapshot %s, whose manifest is missing: %w", k, id, ErrNotExist)
+			}
+			seen[id] = true
+			id = m.Parent
+		}
+	}
+	return nil
 }
