@@ -43,6 +43,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("LakeCommits", func(t *testing.T) { testLakeCommits(t, b) })
 	t.Run("LakeConflicts", func(t *testing.T) { testLakeConflicts(t, b) })
 	t.Run("CorruptAndMissing", func(t *testing.T) { testCorrupt(t, b) })
+	t.Run("Refs", func(t *testing.T) { testRefs(t, b) })
 }
 
 func ctx() context.Context { return context.Background() }
@@ -547,5 +548,99 @@ func testCorrupt(t *testing.T, b Backend) {
 	fresh3, _ := lake.Open(ctx(), b.Reopen(t, s))
 	if _, err := fresh3.Snapshot(ctx(), m.ID); !errors.Is(err, lake.ErrCorrupt) {
 		t.Fatalf("corrupted manifest: %v, want ErrCorrupt", err)
+	}
+}
+
+func setRef(t *testing.T, s lake.Storage, key string, body []byte) {
+	t.Helper()
+	if err := s.Delete(ctx(), key); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutIfAbsent(ctx(), key, body); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testRefs: a malformed main fails commits at once without leaving a
+// manifest, a lost main is a dangling history that only NewHistory
+// commits over, and gc refuses both, on every backend.
+func testRefs(t *testing.T, b Backend) {
+	s := b.New(t)
+	l := newLake(t, s)
+	m1, err := commit(t, l, "", tasks(3, "files"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		ids, err := l.Snapshots(ctx())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ids)
+	}
+	for _, body := range []string{"", m1.ID, m1.ID + "\r\n", " " + m1.ID + "\n"} {
+		setRef(t, s, "refs/heads/main", []byte(body))
+		fresh, err := lake.Open(ctx(), b.Reopen(t, s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := fresh.Begin(ctx(), m1.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lake.ReplaceTable(ctx(), tx, schemas.Tasks, tasks(4, "files")); err != nil {
+			t.Fatal(err)
+		}
+		before := count()
+		if _, err := tx.Commit(ctx(), lake.CommitInfo{Stage: "over"}); !errors.Is(err, lake.ErrCorrupt) || !strings.Contains(err.Error(), "refs/heads/main") {
+			t.Fatalf("commit over main %q: %v, want ErrCorrupt", body, err)
+		}
+		if count() != before {
+			t.Fatalf("commit over main %q left a manifest", body)
+		}
+		if rep, err := fresh.Verify(ctx(), nil); err != nil || rep.OK() {
+			t.Fatalf("verify with main %q: %+v %v", body, rep, err)
+		}
+		if _, err := fresh.GC(ctx(), true, 0); !errors.Is(err, lake.ErrCorrupt) {
+			t.Fatalf("gc with main %q: %v", body, err)
+		}
+	}
+	if err := s.Delete(ctx(), "refs/heads/main"); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := lake.Open(ctx(), b.Reopen(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh.Begin(ctx(), ""); !errors.Is(err, lake.ErrDanglingHistory) {
+		t.Fatalf("Begin without main: %v, want ErrDanglingHistory", err)
+	}
+	if rep, err := fresh.Verify(ctx(), nil); err != nil || rep.OK() || !strings.Contains(rep.Problems[0].Problem, m1.ID) {
+		t.Fatalf("verify without main: %+v %v", rep, err)
+	}
+	if _, err := fresh.GC(ctx(), true, 0); !errors.Is(err, lake.ErrDanglingHistory) {
+		t.Fatalf("gc without main: %v", err)
+	}
+	tx, err := fresh.Begin(ctx(), "", lake.NewHistory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lake.ReplaceTable(ctx(), tx, schemas.Tasks, tasks(1, "sheet")); err != nil {
+		t.Fatal(err)
+	}
+	root, err := tx.Commit(ctx(), lake.CommitInfo{Stage: "restart"})
+	if err != nil || root.Parent != "" {
+		t.Fatalf("new history: %+v %v", root, err)
+	}
+	mustBytes(t, s, "refs/heads/main", []byte(root.ID+"\n"))
+	if rep, err := fresh.Verify(ctx(), nil); err != nil || !rep.OK() {
+		t.Fatalf("verify after a new history: %+v %v", rep, err)
+	}
+	// The old snapshot stays readable by id, and gc keeps its files.
+	if _, err := fresh.GC(ctx(), false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if rows, err := lake.ReadTable(ctx(), fresh, mustAt(t, fresh, m1.ID), schemas.Tasks); err != nil || len(rows) != 3 {
+		t.Fatalf("the abandoned history after gc: %d rows, %v", len(rows), err)
 	}
 }
