@@ -16,9 +16,13 @@ const (
 	// TokenMean averages over all masked tokens of the batch (DAPO's
 	// token-level loss; ScaleCUA eq. 3 sums over tokens).
 	TokenMean Aggregation = iota
-	// SeqMeanTokenMean averages each item's masked tokens, then the items
-	// (EvoCUA-1.5 STEPO eq. 13, the 1/|y_{i,t}| sum per step sample).
+	// SeqMeanTokenMean averages each item's masked tokens, then the items.
 	SeqMeanTokenMean
+	// ItemSumTokenMean averages each item's masked tokens and sums over the
+	// items: EvoCUA-1.5's eq. 13, sum_i sum_t 1/|y_{i,t}| sum_k. With STEPO's
+	// A_i/|T_i| per step item, a trajectory's items then weigh exactly A_i
+	// together (eq. 11), however many steps it was cut into.
+	ItemSumTokenMean
 )
 
 // String names the aggregation.
@@ -28,6 +32,8 @@ func (a Aggregation) String() string {
 		return "token-mean"
 	case SeqMeanTokenMean:
 		return "seq-mean-token-mean"
+	case ItemSumTokenMean:
+		return "item-sum-token-mean"
 	}
 	return fmt.Sprintf("Aggregation(%d)", int(a))
 }
@@ -41,7 +47,8 @@ type LossConfig struct {
 	// This equals the dual clip (verl's clip_ratio_c): for A < 0 the loss is
 	// bounded by c·|A|; for A > 0 the clipped branch already bounds it.
 	RatioCap float64
-	// KLCoef weights the k3 estimate of KL(pi_theta || pi_ref).
+	// KLCoef weights the bounded k3 estimate of KL(pi_theta || pi_ref)
+	// (verl's low_var_kl: see KLLogRatioBound and KLTokenBound).
 	KLCoef float64
 	// Agg chooses the token averaging.
 	Agg Aggregation
@@ -68,7 +75,7 @@ func (c LossConfig) Validate() error {
 	if !(c.KLCoef >= 0) {
 		errs = append(errs, fmt.Errorf("kl coef %v negative", c.KLCoef))
 	}
-	if c.Agg != TokenMean && c.Agg != SeqMeanTokenMean {
+	if c.Agg != TokenMean && c.Agg != SeqMeanTokenMean && c.Agg != ItemSumTokenMean {
 		errs = append(errs, fmt.Errorf("unknown aggregation %d", int(c.Agg)))
 	}
 	return errors.Join(errs...)
@@ -80,8 +87,7 @@ type LossStats struct {
 	Loss float64
 	// PolicyLoss is the clipped-surrogate term alone.
 	PolicyLoss float64
-	// KL is the aggregated k3 estimate exp(ref-logp) - (ref-logp) - 1 (0
-	// without a reference).
+	// KL is the aggregated bounded k3 estimate (0 without a reference).
 	KL float64
 	// ClipFracLow is the share of tokens with A < 0 and r < 1-ClipLow (the
 	// low clip is active, the token gives no gradient).
@@ -99,12 +105,34 @@ type LossStats struct {
 // aggregate averages per-token values [B, L] under mask [B, L].
 func aggregate(s *tx.Scope, v, mask *ts.Tensor, agg Aggregation) *ts.Tensor {
 	vm := s.Mul(v, mask)
-	if agg == SeqMeanTokenMean {
+	switch agg {
+	case SeqMeanTokenMean:
 		per := s.Div(s.SumDim(vm, 1, false), s.ClampMin(s.SumDim(mask, 1, false), 1)) // [B]
 		items := s.SumDim(s.Float(s.GtScalar(s.SumDim(mask, 1, false), 0)), 0, false)
 		return s.Div(s.Sum(per), s.ClampMin(items, 1))
+	case ItemSumTokenMean:
+		return s.Sum(s.Div(s.SumDim(vm, 1, false), s.ClampMin(s.SumDim(mask, 1, false), 1)))
 	}
 	return s.Div(s.Sum(vm), s.ClampMin(s.Sum(mask), 1))
+}
+
+// The k3 estimate exp(d) - d - 1, d = ref - logp, grows exponentially in d:
+// one token the reference finds 12 nats likelier than the policy does gives
+// 1.6e5, which swamped the surrogate (a demo logged a loss of 76,000). verl's
+// low_var_kl bounds it twice, and so do we: d is clamped to
+// [-KLLogRatioBound, KLLogRatioBound] before exp, the estimate to
+// [-KLTokenBound, KLTokenBound] after (k3 >= 0, so only the upper bound binds).
+// Where a bound binds the token gives no KL gradient.
+const (
+	KLLogRatioBound = 20.0
+	KLTokenBound    = 10.0
+)
+
+// boundedK3 is verl's low_var_kl per token: clamp(exp(d') - d' - 1, -10, 10)
+// with d' = clamp(ref - logp, -20, 20).
+func boundedK3(s *tx.Scope, refLogp, logp *ts.Tensor) *ts.Tensor {
+	d := s.Clamp(s.Sub(refLogp, logp), -KLLogRatioBound, KLLogRatioBound)
+	return s.Clamp(s.AddScalar(s.Sub(s.Exp(d), d), -1), -KLTokenBound, KLTokenBound)
 }
 
 // surrogate builds the GRPO/DAPO loss inside a scope. logp [B, L] carries the
@@ -117,9 +145,7 @@ func surrogate(s *tx.Scope, logp, oldLogp, refLogp, adv, mask *ts.Tensor, cfg Lo
 	policyLoss = aggregate(s, s.MulScalar(obj, -1), mask, cfg.Agg)
 	loss = policyLoss
 	if refLogp != nil {
-		d := s.Sub(refLogp, logp)
-		k3 := s.AddScalar(s.Sub(s.Exp(d), d), -1)
-		kl = aggregate(s, k3, mask, cfg.Agg)
+		kl = aggregate(s, boundedK3(s, refLogp, logp), mask, cfg.Agg)
 		if cfg.KLCoef != 0 {
 			loss = s.Add(policyLoss, s.MulScalar(kl, cfg.KLCoef))
 		}
@@ -169,7 +195,8 @@ func surrogateStats(s *tx.Scope, loss, policyLoss, kl, ratio, adv, mask *ts.Tens
 // SurrogateLoss returns the token-level GRPO/DAPO loss of ScaleCUA eq. 3,
 //
 //	-min(min(r, c)·A, clip(r, 1-eps_low, 1+eps_high)·A) + lambda·k3,
-//	r = exp(logp - oldLogp), k3 = exp(ref - logp) - (ref - logp) - 1,
+//	r = exp(logp - oldLogp), k3 = clamp(exp(d) - d - 1, -10, 10),
+//	d = clamp(ref - logp, -20, 20) (verl's low_var_kl),
 //
 // averaged over masked tokens as cfg.Agg says. logp [B, L] carries the
 // gradient; oldLogp, adv (per-token advantages) and mask (0/1) are [B, L];

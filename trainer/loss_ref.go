@@ -44,10 +44,16 @@ func SurrogateLossRef(logp, old, ref, adv [][]float64, mask [][]uint8, cfg LossC
 			st.PolicyLoss += -obj * w
 			grad[b][t] = -g * w
 			if ref != nil {
-				d := ref[b][t] - logp[b][t]
+				raw := ref[b][t] - logp[b][t]
+				d := math.Max(-KLLogRatioBound, math.Min(KLLogRatioBound, raw))
 				k3 := math.Exp(d) - d - 1
+				kg := 1 - math.Exp(d) // d(k3)/d(logp)
+				if raw < -KLLogRatioBound || raw > KLLogRatioBound || k3 > KLTokenBound {
+					kg = 0 // a binding clamp passes no gradient
+				}
+				k3 = math.Min(k3, KLTokenBound)
 				st.KL += k3 * w
-				grad[b][t] += cfg.KLCoef * (1 - math.Exp(d)) * w
+				grad[b][t] += cfg.KLCoef * kg * w
 			}
 			ratioSum += r
 			if a < 0 && r < 1-cfg.ClipLow {
@@ -99,9 +105,12 @@ func aggWeights(mask [][]uint8, agg Aggregation) ([][]float64, float64) {
 			if v == 0 {
 				continue
 			}
-			if agg == SeqMeanTokenMean {
+			switch agg {
+			case SeqMeanTokenMean:
 				w[b][t] = 1 / (k * items)
-			} else {
+			case ItemSumTokenMean:
+				w[b][t] = 1 / k
+			default:
 				w[b][t] = 1 / n
 			}
 		}

@@ -155,7 +155,7 @@ func TestSurrogateMatchesReference(t *testing.T) {
 	defer tx.Lock()()
 	rng := rand.New(rand.NewPCG(7, 7))
 	for trial := 0; trial < 20; trial++ {
-		for _, agg := range []Aggregation{TokenMean, SeqMeanTokenMean} {
+		for _, agg := range []Aggregation{TokenMean, SeqMeanTokenMean, ItemSumTokenMean} {
 			const B, L = 3, 7
 			logp, old, ref, adv := make([][]float64, B), make([][]float64, B), make([][]float64, B), make([][]float64, B)
 			mask := make([][]uint8, B)
@@ -167,7 +167,11 @@ func TestSurrogateMatchesReference(t *testing.T) {
 					lp := o + 0.8*rng.NormFloat64() // ratios from ~0.1 to ~10
 					logp[b] = append(logp[b], lp)
 					old[b] = append(old[b], o)
-					ref[b] = append(ref[b], lp+0.3*rng.NormFloat64())
+					r := lp + 0.3*rng.NormFloat64()
+					if rng.Float64() < 0.15 {
+						r = lp + 25*rng.NormFloat64() // far from the reference: a bound binds
+					}
+					ref[b] = append(ref[b], r)
 					adv[b] = append(adv[b], a)
 					m := uint8(0)
 					if rng.Float64() < 0.7 {
@@ -292,5 +296,104 @@ func TestCrossEntropyMatchesReference(t *testing.T) {
 	s.Track("one", one, nil)
 	if v, err := tx.Scalar(one); err != nil || !near(v, first, 1e-5) {
 		t.Errorf("single-token loss %v (%v), want %v", v, err, first)
+	}
+}
+
+// surrogateOf evaluates SurrogateLoss on one padded batch and returns the
+// stats and d(loss)/d(logp).
+func surrogateOf(t *testing.T, logp, old, ref, adv, mask []float64, B, L int, cfg LossConfig) (LossStats, []float32) {
+	t.Helper()
+	s := tx.NewScope()
+	defer s.Close()
+	lp := leaf(t, s, logp, int64(B), int64(L))
+	var refT *ts.Tensor
+	if ref != nil {
+		refT = s.Float32s(f32(ref), []int64{int64(B), int64(L)}, gotch.CPU)
+	}
+	loss, st, err := SurrogateLoss(lp,
+		s.Float32s(f32(old), []int64{int64(B), int64(L)}, gotch.CPU), refT,
+		s.Float32s(f32(adv), []int64{int64(B), int64(L)}, gotch.CPU),
+		s.Float32s(f32(mask), []int64{int64(B), int64(L)}, gotch.CPU), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Track("loss", loss, nil)
+	return st, gradOf(t, s, loss, lp)
+}
+
+// TestKLBounded: a token far from the reference contributes at most
+// KLTokenBound to the KL term and no gradient, in the tensor loss as in the
+// reference; the unbounded k3 of such a token (d = 30) is about 1e13.
+func TestKLBounded(t *testing.T) {
+	defer tx.Lock()()
+	cfg := DefaultLossConfig()
+	cfg.KLCoef = 1
+	// Three tokens: d = ref - logp of 30 (both bounds bind), 3 (k3 = 16, the
+	// token bound binds), 0.5 (no bound).
+	logp := []float64{-31, -4, -1.5}
+	ref := []float64{-1, -1, -1}
+	old := []float64{-31, -4, -1.5}
+	adv := []float64{0, 0, 0}
+	mask := []float64{1, 1, 1}
+	st, grad := surrogateOf(t, logp, old, ref, adv, mask, 1, 3, cfg)
+	k3 := math.Exp(0.5) - 0.5 - 1
+	want := (KLTokenBound + KLTokenBound + k3) / 3
+	if !near(st.KL, want, 1e-5) || !near(st.Loss, want, 1e-5) {
+		t.Fatalf("KL %v loss %v, want %v (two tokens at the bound of %v)", st.KL, st.Loss, want, KLTokenBound)
+	}
+	if grad[0] != 0 || grad[1] != 0 {
+		t.Errorf("clamped tokens pass gradient %v, %v; want 0", grad[0], grad[1])
+	}
+	if g, w := float64(grad[2]), (1-math.Exp(0.5))/3; math.Abs(g-w) > 1e-5 {
+		t.Errorf("free token gradient %v, want %v", g, w)
+	}
+}
+
+// TestSTEPOConservationInLoss checks EvoCUA-1.5's eq. 11 in the loss the
+// trainer actually minimises (eq. 13, ItemSumTokenMean): on-policy (r = 1),
+// a trajectory cut into |T| step items with A/|T| each weighs what the
+// whole trajectory as one item with A weighs, in loss and in the gradient
+// summed over its tokens; and a group's step items sum to sum_i A_i = 0.
+func TestSTEPOConservationInLoss(t *testing.T) {
+	defer tx.Lock()()
+	cfg := DefaultLossConfig()
+	cfg.KLCoef = 0
+	cfg.Agg = ItemSumTokenMean
+	const A = 1.5
+	// Trajectory of 3 steps whose responses have 2, 4 and 1 tokens.
+	lens := []int{2, 4, 1}
+	const L = 4
+	var logp, adv, mask []float64
+	for _, n := range lens {
+		for k := 0; k < L; k++ {
+			logp = append(logp, -0.7)
+			adv = append(adv, A/float64(len(lens)))
+			mask = append(mask, map[bool]float64{true: 1, false: 0}[k < n])
+		}
+	}
+	st, grad := surrogateOf(t, logp, logp, nil, adv, mask, len(lens), L, cfg)
+	if !near(st.PolicyLoss, -A, 1e-6) {
+		t.Errorf("3 step items with A/|T|: policy loss %v, want -A = %v", st.PolicyLoss, -A)
+	}
+	// Per item, the token gradients sum to -A/|T| (token mean): the step
+	// items of a trajectory carry A together.
+	total := 0.0
+	for _, g := range grad {
+		total += float64(g)
+	}
+	if !near(total, -A, 1e-5) {
+		t.Errorf("gradient mass %v, want %v", total, -A)
+	}
+	// The same trajectory as one item with advantage A.
+	one, _ := surrogateOf(t, []float64{-0.7, -0.7}, []float64{-0.7, -0.7}, nil, []float64{A, A}, []float64{1, 1}, 1, 2, cfg)
+	if !near(one.PolicyLoss, st.PolicyLoss, 1e-6) {
+		t.Errorf("one item: %v, step items: %v", one.PolicyLoss, st.PolicyLoss)
+	}
+	// Token-mean (the old STEPO aggregation) breaks it: longer responses
+	// weigh more, so the loss is not -A.
+	cfg.Agg = TokenMean
+	tm, _ := surrogateOf(t, logp, logp, nil, adv, mask, len(lens), L, cfg)
+	if near(tm.PolicyLoss, -A, 1e-3) {
+		t.Errorf("token mean gives %v, which should differ from -A", tm.PolicyLoss)
 	}
 }

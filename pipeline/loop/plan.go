@@ -62,9 +62,12 @@ func Plan(c Config) []Step {
 		add(fmt.Sprintf("it%02d-rollout", it), title("rollout"), 0.07*float64(c.Sample.Batch*c.Rollout.N), it, []string{"rollout"},
 			"--policy", "checkpoint", "--n", itoa(c.Rollout.N), "--max-turns", itoa(c.Rollout.MaxTurns), "--tree-only",
 			"--seed", seedOf(c, 300+it), "--workers", w)
-		add(fmt.Sprintf("it%02d-segment", it), title("segment ("+c.Segment.Mode+")"), 1, it, []string{"segment"},
-			"--mode", c.Segment.Mode, "--k", itoa(c.Segment.K), "--delta", itoa(c.Segment.Delta), "--tokenizer", "checkpoint",
-			"--image-tokens", "4", "--workers", w)
+		segArgs := []string{"--mode", c.Segment.Mode, "--k", itoa(c.Segment.K), "--delta", itoa(c.Segment.Delta), "--tokenizer", "checkpoint",
+			"--image-tokens", "4", "--workers", w}
+		if c.Train.Advantage == "stepo" && c.Segment.Mode == "step" {
+			segArgs = append(segArgs, "--advantage", "stepo") // the segments then carry A_i/|T_i|, as the trainer uses
+		}
+		add(fmt.Sprintf("it%02d-segment", it), title("segment ("+c.Segment.Mode+")"), 1, it, []string{"segment"}, segArgs...)
 		add(fmt.Sprintf("it%02d-train", it), title("train (GRPO, "+c.Train.Advantage+")"), 0.6*float64(c.Train.Steps), it, []string{"train"},
 			"--objective", "grpo", "--advantage", c.Train.Advantage, "--steps", itoa(c.Train.Steps), "--lr", ftoa(c.Train.LR),
 			"--seed", seedOf(c, 400+it))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cualake/cualake/pipeline/advantage"
 	"github.com/cualake/cualake/pipeline/chat"
 	"github.com/cualake/cualake/pipeline/lake"
 )
@@ -73,6 +74,19 @@ type Params struct {
 	// FileRows is the number of rows per segments data file (<= 0:
 	// DefaultFileRows, at most lake.MaxFileRows).
 	FileRows int
+	// Advantage is how a trajectory's GRPO group advantage A_i reaches its
+	// items: advantage.ModeGRPO shares A_i by every item (ScaleCUA appendix
+	// D), advantage.ModeSTEPO gives each of the |T_i| step items A_i/|T_i|
+	// (EvoCUA-1.5 eq. 10; step mode only). "" means grpo.
+	Advantage advantage.Mode
+}
+
+// AdvantageMode is the assignment the run uses ("" is grpo).
+func (p Params) AdvantageMode() advantage.Mode {
+	if p.Advantage == "" {
+		return advantage.ModeGRPO
+	}
+	return p.Advantage
 }
 
 // DefaultParams returns the window mode with ScaleCUA's defaults.
@@ -93,6 +107,15 @@ func (p Params) Validate() error {
 	}
 	if p.Mode == ModeStep && p.Window < 0 {
 		return fmt.Errorf("%w: step mode needs a window >= 0, got %d", ErrParams, p.Window)
+	}
+	switch p.AdvantageMode() {
+	case advantage.ModeGRPO:
+	case advantage.ModeSTEPO:
+		if p.Mode != ModeStep {
+			return fmt.Errorf("%w: --advantage stepo splits A_i over step items; it needs --mode step, not %s", ErrParams, p.Mode)
+		}
+	default:
+		return fmt.Errorf("%w: advantage %q, want grpo or stepo", ErrParams, p.Advantage)
 	}
 	if p.FileRows > lake.MaxFileRows {
 		return fmt.Errorf("%w: %d rows per file, at most %d", ErrParams, p.FileRows, lake.MaxFileRows)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/cualake/cualake/pipeline/advantage"
 	"github.com/cualake/cualake/pipeline/chat"
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/shard"
@@ -75,7 +76,8 @@ func (c Config) Record() map[string]any {
 			"min_pixels": c.Image.MinPixels, "max_pixels": c.Image.MaxPixels}
 	}
 	r := map[string]any{"mode": c.Mode, "k": c.K, "delta": c.Delta, "window": c.Window,
-		"tokenizer": c.TokenizerInfo, "image": img, "system": c.System, "quarantine": c.Quarantine}
+		"tokenizer": c.TokenizerInfo, "image": img, "system": c.System, "quarantine": c.Quarantine,
+		"advantage": c.AdvantageMode()}
 	if c.FileRows > 0 {
 		r["file_rows"] = c.FileRows
 	}
@@ -175,6 +177,46 @@ type blobDims struct {
 
 var blobDimsTable = &schemas.Table[blobDims]{Name: schemas.Blobs.Name}
 
+// trajReward projects the trajectories table on what group advantages need.
+type trajReward struct {
+	TrajectoryID string  `parquet:"trajectory_id"`
+	GroupID      string  `parquet:"group_id"`
+	Reward       float64 `parquet:"reward"`
+}
+
+var trajRewardTable = &schemas.Table[trajReward]{Name: schemas.Trajectories.Name}
+
+// groupAdvantages returns every trajectory's GRPO group advantage A_i
+// (advantage.DefaultGRPO: sample std, eps 1e-6), over the whole groups of
+// the snapshot's trajectories table, whichever of them this run or shard
+// segments, so shards agree and a quarantined rollout still counts as one of
+// its group's outcomes. It holds one entry per trajectory (tens of bytes),
+// not their steps.
+func groupAdvantages(ctx context.Context, l *lake.Lake, m *lake.Manifest) (map[string]float64, error) {
+	var rows []schemas.Trajectory
+	err := lake.ScanTable(ctx, l, m, trajRewardTable, 4096, func(rs []trajReward) error {
+		for _, r := range rs {
+			rows = append(rows, schemas.Trajectory{TrajectoryID: r.TrajectoryID, GroupID: r.GroupID, Reward: r.Reward})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("group advantages: %w", err)
+	}
+	adv, err := advantage.TrajectoryAdvantages(rows, advantage.DefaultGRPO())
+	if err != nil {
+		return nil, fmt.Errorf("group advantages of snapshot %s: %w", short(m.ID), err)
+	}
+	return adv, nil
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
 // readChunk is the number of rows read at a time from each input file.
 const readChunk = 1024
 
@@ -235,6 +277,10 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 		return nil, err
 	}
 	imageSize, err := imageSizer(ctx, l, m, cfg.Image)
+	if err != nil {
+		return nil, err
+	}
+	advs, err := groupAdvantages(ctx, l, m)
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +353,7 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 				case err != nil:
 					outs <- outcome{seq: j.seq, traj: &j.traj, err: err}
 				default:
-					outs <- work(b, codec, pool, &cfg, instructions, imageSize, j)
+					outs <- work(b, codec, pool, &cfg, instructions, imageSize, advs, j)
 				}
 			}
 		}()
@@ -479,7 +525,7 @@ func produce(ctx context.Context, l *lake.Lake, m *lake.Manifest, spec shard.Spe
 	return steps.Err()
 }
 
-func work(b *Builder, c *Codec, pool *Pool, cfg *Config, instructions map[string]string, imageSize func(*schemas.Step) (int, int, error), j job) outcome {
+func work(b *Builder, c *Codec, pool *Pool, cfg *Config, instructions map[string]string, imageSize func(*schemas.Step) (int, int, error), advs map[string]float64, j job) outcome {
 	o := outcome{seq: j.seq, traj: &j.traj}
 	if j.err != nil {
 		o.err = j.err
@@ -502,6 +548,13 @@ func work(b *Builder, c *Codec, pool *Pool, cfg *Config, instructions map[string
 		return o
 	}
 	o.turns, o.merges = len(p.Turns), merges
+	// A_i is shared by the trajectory's items (grpo), or split over its
+	// |T_i| step items (stepo), whose sum is then A_i (eq. 11).
+	adv, err := advantage.StepAdvantage(advs[t.TrajectoryID], max(len(items), 1), cfg.AdvantageMode())
+	if err != nil {
+		o.err = fmt.Errorf("trajectory %s: %w", t.TrajectoryID, err)
+		return o
+	}
 	o.rows = make([]schemas.Segment, len(items))
 	tok := cfg.TokenizerInfo.String()
 	for i, it := range items {
@@ -511,7 +564,7 @@ func work(b *Builder, c *Codec, pool *Pool, cfg *Config, instructions map[string
 			InputIDs: it.IDs, LossMask: it.Mask, Logprobs: it.Logp, HasLogprobs: it.HasLogprobs,
 			Images: int32(it.Images), Tokens: int32(len(it.IDs)), ImageTokens: int32(it.ImageTokens),
 			TrainableTokens: int32(it.Trainable), FirstStep: p.Turns[it.First].Step, LastStep: p.Turns[it.Last].Step,
-			TrajectorySteps: int32(len(p.Turns)), Reward: t.Reward, PolicyVersion: t.PolicyVersion, Tokenizer: tok,
+			TrajectorySteps: int32(len(p.Turns)), Reward: t.Reward, Advantage: adv, PolicyVersion: t.PolicyVersion, Tokenizer: tok,
 		}
 	}
 	return o

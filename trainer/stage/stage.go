@@ -342,6 +342,9 @@ func runGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params, prev
 	defer opt.Close()
 	gopts := trainer.DefaultGRPOOptions()
 	gopts.Temperature = p.Temperature
+	if p.Advantage == agent.AdvSTEPO {
+		gopts.Agg = trainer.ItemSumTokenMean // eq. 13: token mean per step item, summed
+	}
 	for step := 0; step < p.Steps; step++ {
 		mb := mbs[step%len(mbs)]
 		batch := make([]trainer.Item, len(mb))

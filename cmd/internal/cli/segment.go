@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cualake/cualake/pipeline/advantage"
 	"github.com/cualake/cualake/pipeline/chat"
 	"github.com/cualake/cualake/pipeline/progress"
 	"github.com/cualake/cualake/pipeline/segment"
@@ -35,6 +36,10 @@ Screenshots take the pad tokens Qwen-VL's smart_resize gives their size (blobs t
 or --image-tokens N each. With --quarantine, bad trajectories go to rejects instead of
 failing the run.
 
+Every row carries its trajectory's GRPO group advantage A_i = (R_i - mean R)/(std R + 1e-6)
+over its rollout group (ScaleCUA appendix D), shared by all its items; with
+--advantage stepo (step mode) each of its |T_i| step items gets A_i/|T_i| (EvoCUA-1.5 eq. 10).
+
 With --shard I/N only the trajectories whose id falls in shard I are segmented, into a
 fragment; once all N are written, ` + "`cualake lake merge --stage segment --in SNAPSHOT`" + ` commits
 the snapshot an unsharded run commits (same files, same id).
@@ -42,6 +47,7 @@ the snapshot an unsharded run commits (same files, same id).
 Example:
    cualake segment --mode window --k 5 --delta 5 --json
    cualake segment --in release/2026-11 --mode step --window 5 --image-tokens 1000
+   cualake segment --mode step --advantage stepo
    cualake segment --in 3f2a9c --mode window --shard 1/4   (then cualake lake merge --stage segment --in 3f2a9c)`,
 		Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag,
 			&cli.StringFlag{Name: "in", Usage: "input snapshot or tag (default main)"},
@@ -57,6 +63,7 @@ Example:
 			&cli.IntFlag{Name: "max-pixels", Value: spec.MaxPixels, Usage: "largest resized screenshot area"},
 			&cli.IntFlag{Name: "workers", Value: runtime.NumCPU(), Usage: "trajectories segmented in parallel (the output does not depend on it)"},
 			&cli.BoolFlag{Name: "quarantine", Usage: "send bad trajectories to the rejects table and segment the rest"},
+			&cli.StringFlag{Name: "advantage", Value: string(advantage.ModeGRPO), Usage: "grpo (A_i on every item) or stepo (A_i/|T_i| per step item; --mode step)"},
 		},
 		Action: segmentAction,
 	})
@@ -75,6 +82,7 @@ func segmentAction(c *cli.Context) error {
 		Image: chat.ImageSpec{PatchSize: c.Int("patch-size"), MergeSize: c.Int("merge-size"), MinPixels: c.Int("min-pixels"),
 			MaxPixels: c.Int("max-pixels"), FixedTokens: c.Int("image-tokens")},
 		System: segment.DefaultSystem, Workers: c.Int("workers"), Quarantine: c.Bool("quarantine"),
+		Advantage: advantage.Mode(c.String("advantage")),
 	}
 	if prm.Image.PatchSize < 1 || prm.Image.MergeSize < 1 {
 		return usageErr("--patch-size and --merge-size must be >= 1")
