@@ -12,6 +12,7 @@ import (
 
 	"github.com/cualake/cualake/pipeline/audit"
 	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/outfile"
 	"github.com/cualake/cualake/pipeline/shard"
 	"github.com/cualake/cualake/query/notebook"
 	"github.com/cualake/cualake/schemas"
@@ -265,7 +266,7 @@ func runAudit(c *cli.Context, kind string) error {
 	if err != nil {
 		return fmt.Errorf("audit %s: committed %s, but the report failed: %w", kind, shortSnap(next.ID), err)
 	}
-	if err := writeReport(report, "html", rep); err != nil {
+	if err := writeReport(report, "html", rep, lakeFolders(c)...); err != nil {
 		return fmt.Errorf("audit %s: committed %s, but the report failed: %w", kind, shortSnap(next.ID), err)
 	}
 	failed := rep.Failures()
@@ -388,8 +389,10 @@ func runJudges(c *cli.Context, in audit.Input, owns func(string) bool) (*audit.P
 	return audit.JudgesPart(trajs, tasks, labels, owns)
 }
 
-// writeReport writes a rendered report atomically, creating its folder.
-func writeReport(path, format string, r *notebook.Report) error {
+// writeReport writes a rendered report by outfile's rules (atomic replace,
+// devices written through, never inside a lake: its marker, or lakes),
+// creating its folder.
+func writeReport(path, format string, r *notebook.Report, lakes ...string) error {
 	var buf bytes.Buffer
 	var err error
 	switch format {
@@ -403,28 +406,8 @@ func writeReport(path, format string, r *notebook.Report) error {
 	if err != nil {
 		return err
 	}
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if err := outfile.WriteBytes(path, buf.Bytes(), lakes...); err != nil {
+		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
 }

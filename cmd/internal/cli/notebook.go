@@ -118,7 +118,7 @@ func notebookRun(c *cli.Context) error {
 	if out == "" {
 		out = filepath.Join("out", strings.TrimSuffix(name, ".md")+"-"+shortSnap(m.ID)+"."+format)
 	}
-	if err := writeReport(out, format, rep); err != nil {
+	if err := writeReport(out, format, rep, lakeFolders(c)...); err != nil {
 		return err
 	}
 	cells, points := 0, 0

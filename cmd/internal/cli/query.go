@@ -76,7 +76,7 @@ func runQuery(c *cli.Context) error {
 		return err
 	}
 	if out := c.String("out"); out != "" {
-		if err := query.WriteFile(out, format, res); err != nil {
+		if err := query.WriteFile(out, format, res, lakeFolders(c)...); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.App.ErrWriter, "wrote %d rows to %s\n", len(res.Rows), out)

@@ -2,12 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/outfile"
 	"github.com/cualake/cualake/pipeline/sample"
 	"github.com/cualake/cualake/pipeline/samplersim"
 	"github.com/cualake/cualake/schemas"
@@ -149,11 +148,8 @@ func runSimulateSamplers(c *cli.Context) error {
 		return err
 	}
 	if chart := c.String("chart"); chart != "" {
-		if err := os.MkdirAll(filepath.Dir(chart), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(chart, res.SVG(), 0o644); err != nil {
-			return fmt.Errorf("--chart: %w", err)
+		if err := outfile.WriteBytes(chart, res.SVG(), lakeFolders(c)...); err != nil {
+			return fmt.Errorf("--chart %w", err)
 		}
 	}
 	snapshot := ""

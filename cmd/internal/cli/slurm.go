@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	slurmexamples "github.com/cualake/cualake/examples/slurm"
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/loop"
+	"github.com/cualake/cualake/pipeline/outfile"
 	"github.com/cualake/cualake/pipeline/shard"
 	"github.com/cualake/cualake/pipeline/slurm"
 )
@@ -435,7 +437,10 @@ func slurmTemplates(c *cli.Context) error {
 		return usageErr("slurm templates DIR")
 	}
 	dir := c.Args().First()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := outfile.CheckOutsideLakes(dir, lakeFolders(c)...); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return err
 	}
 	for _, name := range []string{"shard.sbatch.tmpl", "merge.sbatch.tmpl", "stage.sbatch.tmpl"} {
@@ -444,11 +449,20 @@ func slurmTemplates(c *cli.Context) error {
 			return err
 		}
 		p := filepath.Join(dir, name)
-		if _, err := os.Stat(p); err == nil {
+		// O_EXCL: an existing file, or a link of any kind, is never written.
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%s exists; not overwriting it", p)
 		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
+		if err != nil {
 			return err
+		}
+		_, err = f.Write(b)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("write %s: %w", p, err)
 		}
 	}
 	fmt.Fprintf(c.App.Writer, "templates in %s; use them with --templates %s\n", dir, dir)
