@@ -116,7 +116,7 @@ func TestParsePyAutoGUI(t *testing.T) {
 	if got[0].X == nil || *got[0].X != *x {
 		t.Fatal("click() did not use the known mouse position")
 	}
-	for _, bad := range []string{"os.system('rm -rf /')", "pyautogui.click(x)", "x = 5", "pyautogui.locateOnScreen('a.png')",
+	for _, bad := range []string{"os.system('rm -rf /')", "pyautogui.click(x)", "x = y", "pyautogui.locateOnScreen('a.png')",
 		"pyautogui.click('button.png')", "pyautogui.typewrite('unterminated)", "pyautogui.click(1,2) junk", "pyautogui.press(5)",
 		"pyautogui.moveRel(5, 5)", "pyautogui.mouseUp()", "pyautogui.click(1e99, 2)", "pyautogui.click(button='left', clicks=9, x=1, y=2)"} {
 		if _, err := ParsePyAutoGUI(bad, scr); err == nil {

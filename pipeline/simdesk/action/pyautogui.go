@@ -20,9 +20,6 @@ type Screen struct {
 // Special answers of OSWorld agents that are not pyautogui calls.
 var specialNames = map[string]string{"DONE": Done, "FAIL": Fail, "WAIT": Wait}
 
-// noopCalls change nothing on screen; they are accepted and skipped.
-var noopCalls = map[string]bool{"pyautogui.position": true, "pyautogui.size": true, "pyautogui.screenshot": true, "pyautogui.onScreen": true, "print": true}
-
 // ParsePyAutoGUI translates a pyautogui script (statements separated by
 // newlines or ";", as sent to OSWorld's /execute through "python -c") into
 // typed actions, one per event the simulator executes: a sleep is a wait, a
@@ -60,22 +57,15 @@ func parsePyAutoGUI(src string, screen Screen, steps bool) ([]schemas.Action, er
 	if screen.Width <= 0 || screen.Height <= 0 {
 		return nil, fmt.Errorf("pyautogui: screen size %dx%d", screen.Width, screen.Height)
 	}
-	toks, err := lex(src)
+	prog, err := compile(src)
 	if err != nil {
 		return nil, fmt.Errorf("pyautogui: %w", err)
 	}
-	calls, err := (&pyParser{toks: toks}).statements()
-	if err != nil {
-		return nil, fmt.Errorf("pyautogui: %w", err)
-	}
-	t := &translator{screen: screen, steps: steps}
-	if screen.Mouse != nil {
-		m := *screen.Mouse
-		t.pos = &m
-	}
-	for _, c := range calls {
-		if err := t.call(c); err != nil {
-			return nil, fmt.Errorf("pyautogui: %s: %w", c.name, err)
+	t := newTranslator(screen, steps)
+	in := &interp{t: t, vars: map[string]pyVal{}}
+	for _, st := range prog.stmts {
+		if err := in.exec(st); err != nil {
+			return nil, fmt.Errorf("pyautogui: %w", err)
 		}
 	}
 	t.flush() // the script ends with the button down: the moves held back still moved the mouse
@@ -86,7 +76,8 @@ type translator struct {
 	screen Screen
 	steps  bool         // ParsePyAutoGUISteps: moves with the button down belong to the drag
 	pos    *image.Point // the mouse, in pixels, when known
-	down   *image.Point // where the left button went down (mouseDown)
+	down   *image.Point // where a button went down (mouseDown)
+	button string       // which: left, right or middle
 	held   []string     // modifiers held by keyDown
 	out    []schemas.Action
 	// pending is where the last move made with the button down went, held
@@ -198,17 +189,26 @@ func (t *translator) press(k string, n int) {
 	t.emit(KeyAction(k, n))
 }
 
+// mouseButton reads button= of mouseDown and mouseUp (positional third).
+func mouseButton(c pyCall) (string, error) {
+	v, ok := c.arg(2, "button")
+	if !ok || v.kind == pyNone {
+		return "left", nil
+	}
+	if v.kind == pyStr {
+		switch b := strings.ToLower(v.str); b {
+		case "left", "primary":
+			return "left", nil
+		case "right", "secondary":
+			return "right", nil
+		case "middle":
+			return "middle", nil
+		}
+	}
+	return "", fmt.Errorf("unknown button %s", v)
+}
+
 func (t *translator) call(c pyCall) error {
-	if kind, ok := specialNames[c.name]; ok && !c.call {
-		t.emit(Simple(kind))
-		return nil
-	}
-	if !c.call {
-		return fmt.Errorf("not a call")
-	}
-	if noopCalls[c.name] {
-		return nil
-	}
 	name := strings.TrimPrefix(c.name, "pyautogui.")
 	switch c.name {
 	case "time.sleep", "sleep", "pyautogui.sleep":
@@ -316,16 +316,27 @@ func (t *translator) call(c pyCall) error {
 		if err != nil {
 			return err
 		}
+		button, err := mouseButton(c)
+		if err != nil {
+			return err
+		}
 		if p != nil {
 			t.pos = p
 		}
 		if t.pos == nil {
 			return fmt.Errorf("mouse position unknown")
 		}
+		if t.down != nil && t.button != button {
+			return fmt.Errorf("the %s button is already down", t.button)
+		}
 		d := *t.pos
-		t.down = &d
+		t.down, t.button = &d, button
 	case "mouseUp":
 		p, err := t.point(c, 0)
+		if err != nil {
+			return err
+		}
+		button, err := mouseButton(c)
 		if err != nil {
 			return err
 		}
@@ -335,15 +346,22 @@ func (t *translator) call(c pyCall) error {
 		if t.down == nil || t.pos == nil {
 			return fmt.Errorf("mouseUp without mouseDown")
 		}
+		if button != t.button {
+			return fmt.Errorf("mouseUp of the %s button while the %s button is down", button, t.button)
+		}
 		t.pending = nil // the drag or click ends where it went
-		if *t.down == *t.pos {
-			t.emit(t.at(Click, t.pos))
-		} else {
+		switch {
+		case *t.down == *t.pos:
+			kind := map[string]string{"left": Click, "right": RightClick, "middle": MiddleClick}[button]
+			t.emit(t.at(kind, t.pos))
+		case button != "left":
+			return fmt.Errorf("dragging with the %s button is not supported", button)
+		default:
 			x, y := t.grid(*t.down)
 			x2, y2 := t.grid(*t.pos)
 			t.emit(DragAction(x, y, x2, y2))
 		}
-		t.down = nil
+		t.down, t.button = nil, ""
 	case "scroll", "vscroll", "hscroll":
 		v, ok := c.arg(0, "clicks")
 		if !ok {
