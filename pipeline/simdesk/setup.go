@@ -7,8 +7,10 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/cualake/cualake/pipeline/simdesk/action"
 	"github.com/cualake/cualake/pipeline/simdesk/sheet"
 	"github.com/cualake/cualake/pipeline/simdesk/vfs"
 )
@@ -47,28 +49,184 @@ func cleanParam(name, p string) (string, error) {
 	return c, nil
 }
 
-// commandArg is a command given as a list or as one string.
-type commandArg struct {
-	argv []string
+// Command is a command as OSWorld's /execute, /setup/execute and
+// /setup/launch receive it: a list of words or one string, and the shell
+// flag.
+type Command struct {
+	Argv   []string // the words of a list command
+	Line   string   // a string command
+	IsList bool
+	Shell  bool
 }
 
-// UnmarshalJSON accepts a list of words or one shell-quoted string.
-func (c *commandArg) UnmarshalJSON(b []byte) error {
-	var list []string
-	if err := json.Unmarshal(b, &list); err == nil {
-		c.argv = list
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("command: want a string or a list of strings")
-	}
-	argv, err := SplitCommand(s)
+// ParseCommand reads the "command" and "shell" values of an OSWorld
+// request. shell is read as OSWorld's server reads it, with Python's
+// truth: true, a non-zero number, any non-empty string (even "false"), a
+// non-empty list or object; false, null, 0, "" and absent are false.
+func ParseCommand(command, shell json.RawMessage) (Command, error) {
+	var c Command
+	sh, err := ShellFlag(shell)
 	if err != nil {
-		return fmt.Errorf("command: %w", err)
+		return c, err
 	}
-	c.argv = argv
-	return nil
+	c.Shell = sh
+	if len(command) == 0 || string(command) == "null" {
+		return c, fmt.Errorf("command is required")
+	}
+	if err := json.Unmarshal(command, &c.Argv); err == nil {
+		c.IsList = true
+		if len(c.Argv) == 0 {
+			return c, fmt.Errorf("command is empty")
+		}
+		return c, nil
+	}
+	if err := json.Unmarshal(command, &c.Line); err != nil {
+		return c, fmt.Errorf("command must be a string or a list of strings")
+	}
+	if strings.TrimSpace(c.Line) == "" {
+		return c, fmt.Errorf("command is empty")
+	}
+	if !c.Shell {
+		// OSWorld's server splits a string with shlex when shell is false.
+		argv, err := SplitCommand(c.Line)
+		if err != nil {
+			return c, fmt.Errorf("command: %w", err)
+		}
+		c.Argv, c.IsList = argv, true
+	}
+	return c, nil
+}
+
+// ShellFlag reads OSWorld's "shell" value with Python's truth (see
+// ParseCommand).
+func ShellFlag(raw json.RawMessage) (bool, error) {
+	if len(raw) == 0 {
+		return false, nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return false, fmt.Errorf("shell: %w", err)
+	}
+	switch x := v.(type) {
+	case nil:
+		return false, nil
+	case bool:
+		return x, nil
+	case float64:
+		return x != 0, nil
+	case string:
+		return x != "", nil
+	case []any:
+		return len(x) > 0, nil
+	case map[string]any:
+		return len(x) > 0, nil
+	}
+	return false, fmt.Errorf("shell: unexpected %s", raw)
+}
+
+// Check checks the command statically, as Execute does before running it.
+func (c Command) Check() error {
+	if c.Shell {
+		line, err := c.script()
+		if err != nil {
+			return err
+		}
+		return CheckShell(line)
+	}
+	return CheckArgv(c.Argv)
+}
+
+// script is what runs with shell true: the string, or the first word of a
+// list (subprocess hands the rest to the shell as $0, $1...).
+func (c Command) script() (string, error) {
+	if !c.IsList || !c.Shell {
+		return c.Line, nil
+	}
+	if len(c.Argv) > 1 {
+		return "", unsupported("a list command with shell true runs only its first word; the rest would be $0, $1...")
+	}
+	return c.Argv[0], nil
+}
+
+// Execute runs a command as OSWorld's server does: through the shell when
+// shell is true, else as a program and its arguments (RunCommand).
+func (d *Desktop) Execute(c Command) CommandResult {
+	if !c.Shell {
+		return d.RunCommand(c.Argv)
+	}
+	line, err := c.script()
+	if err != nil {
+		return CommandResult{Unsupported: "simdesk shell: " + err.Error(), ReturnCode: 1}
+	}
+	return d.RunShell(line)
+}
+
+// placeholders replaces what OSWorld's harness fills into commands before
+// sending them: the screen size (its SetupController) and the VM's
+// password (its DesktopEnv; OSWorld's images use "password").
+func (d *Desktop) placeholders(s string) string {
+	if !strings.Contains(s, "{") {
+		return s
+	}
+	return strings.NewReplacer("{SCREEN_WIDTH_HALF}", strconv.Itoa(d.S.Width/2), "{SCREEN_HEIGHT_HALF}", strconv.Itoa(d.S.Height/2),
+		"{SCREEN_WIDTH}", strconv.Itoa(d.S.Width), "{SCREEN_HEIGHT}", strconv.Itoa(d.S.Height), "{CLIENT_PASSWORD}", "password").Replace(s)
+}
+
+func (c Command) withPlaceholders(d *Desktop) Command {
+	out := c
+	out.Line = d.placeholders(c.Line)
+	out.Argv = make([]string, len(c.Argv))
+	for i, a := range c.Argv {
+		out.Argv[i] = d.placeholders(a)
+	}
+	return out
+}
+
+// checkPlaceholders is Check with placeholders filled for a default
+// screen, for static checks.
+func (c Command) checkPlaceholders() error {
+	d := &Desktop{S: State{Width: DefaultWidth, Height: DefaultHeight}}
+	return c.withPlaceholders(d).Check()
+}
+
+// commandParams are the parameters of OSWorld's execute and command steps
+// (SetupController._execute_setup): stdout and stderr name files of the
+// harness's cache on the host, which the simulator has none of, so they
+// are accepted and unused.
+type commandParams struct {
+	Command json.RawMessage `json:"command"`
+	Shell   json.RawMessage `json:"shell"`
+	Stdout  string          `json:"stdout"`
+	Stderr  string          `json:"stderr"`
+	Until   *untilParams    `json:"until"`
+}
+
+// untilParams repeat a command until its result matches; the simulator is
+// deterministic, so one run decides.
+type untilParams struct {
+	ReturnCode *int   `json:"returncode"`
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+}
+
+func (u *untilParams) met(r CommandResult) bool {
+	if u == nil {
+		return true
+	}
+	return (u.ReturnCode != nil && r.ReturnCode == *u.ReturnCode) || (u.Stdout != "" && strings.Contains(r.Output, u.Stdout)) ||
+		(u.Stderr != "" && strings.Contains(r.Error, u.Stderr))
+}
+
+// resultError is the error of a command step that did not succeed.
+func resultError(r CommandResult) error {
+	if r.Unsupported != "" {
+		return fmt.Errorf("%s", r.Unsupported)
+	}
+	msg := strings.TrimSpace(r.Error)
+	if msg == "" {
+		msg = "no error output"
+	}
+	return fmt.Errorf("exit status %d: %s", r.ReturnCode, msg)
 }
 
 type windowParams struct {
@@ -119,32 +277,58 @@ func init() {
 			return func(d *Desktop) error { return apply(d, c) }, []string{c}, nil
 		}}
 	}
-	commandStep := func(doc string, launch bool) setupKind {
+	commandStep := func(doc string) setupKind {
 		return setupKind{doc: doc, parse: func(raw json.RawMessage) (func(*Desktop) error, []string, error) {
-			var p struct {
-				Command commandArg `json:"command"`
-				Shell   bool       `json:"shell"`
-			}
+			var p commandParams
 			if err := decodeParams(raw, &p); err != nil {
 				return nil, nil, err
 			}
-			if len(p.Command.argv) == 0 {
-				return nil, nil, fmt.Errorf("parameters.command: required")
+			c, err := ParseCommand(p.Command, p.Shell)
+			if err != nil {
+				return nil, nil, fmt.Errorf("parameters.%w", err)
 			}
-			if launch {
-				if _, ok := launchApps[path.Base(p.Command.argv[0])]; !ok {
-					return nil, nil, fmt.Errorf("parameters.command: unknown program %q (known: %s)", p.Command.argv[0], knownPrograms())
-				}
+			if err := c.checkPlaceholders(); err != nil {
+				return nil, nil, fmt.Errorf("parameters.command: %w", err)
+			}
+			if err := checkPythonScripts(c); err != nil {
+				return nil, nil, fmt.Errorf("parameters.command: %w", err)
 			}
 			return func(d *Desktop) error {
-				r := d.RunCommand(p.Command.argv)
-				if r.ReturnCode != 0 {
-					return fmt.Errorf("%s", r.Error)
+				r := d.Execute(c.withPlaceholders(d))
+				if r.Unsupported != "" || (p.Until == nil && r.ReturnCode != 0) {
+					return resultError(r)
+				}
+				if !p.Until.met(r) {
+					return fmt.Errorf("until %+v not met after one run (the simulator is deterministic): exit status %d, output %q, error %q",
+						*p.Until, r.ReturnCode, r.Output, r.Error)
 				}
 				return nil
 			}, nil, nil
 		}}
 	}
+	launchStep := setupKind{doc: "OSWorld: start a program: {command, shell} (gedit, nautilus, libreoffice --calc, gnome-control-center, thunderbird; a file argument opens it)",
+		parse: func(raw json.RawMessage) (func(*Desktop) error, []string, error) {
+			var p struct {
+				Command json.RawMessage `json:"command"`
+				Shell   json.RawMessage `json:"shell"`
+			}
+			if err := decodeParams(raw, &p); err != nil {
+				return nil, nil, err
+			}
+			c, err := ParseCommand(p.Command, p.Shell)
+			if err != nil {
+				return nil, nil, fmt.Errorf("parameters.%w", err)
+			}
+			if err := CheckLaunch(c); err != nil {
+				return nil, nil, fmt.Errorf("parameters.command: %w", err)
+			}
+			return func(d *Desktop) error {
+				if r := d.Execute(c); r.Unsupported != "" || r.ReturnCode != 0 {
+					return resultError(r)
+				}
+				return nil
+			}, nil, nil
+		}}
 	setupKinds = map[string]setupKind{
 		"create_file": {doc: "create (or overwrite) a text file, with its folders: {path, content}",
 			parse: func(raw json.RawMessage) (func(*Desktop) error, []string, error) {
@@ -186,9 +370,9 @@ func init() {
 				}
 				return func(d *Desktop) error { d.openApp(p.App); return nil }, nil, nil
 			}},
-		"launch":  commandStep("OSWorld: start a program: {command} (gedit, nautilus, libreoffice, gnome-control-center, thunderbird; a file argument opens it)", true),
-		"execute": commandStep("OSWorld: run a command of the simulator's shell: {command, shell}", false),
-		"command": commandStep("OSWorld alias of execute", false),
+		"launch":  launchStep,
+		"execute": commandStep("OSWorld: run a command (a list of words, or a string; shell true runs it through the simulator's shell): {command, shell, stdout, stderr, until}"),
+		"command": commandStep("OSWorld alias of execute"),
 		"activate_window": {doc: "OSWorld: raise a window by name: {window_name, strict, by_class}",
 			parse: func(raw json.RawMessage) (func(*Desktop) error, []string, error) {
 				p, err := parseWindowParams(raw)
@@ -307,6 +491,53 @@ func knownPrograms() string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")
+}
+
+// CheckLaunch checks a launch command: the simulator starts only its apps
+// (by their Linux program names), with an optional file.
+func CheckLaunch(c Command) error {
+	argv := c.Argv
+	if c.Shell {
+		line, err := c.script()
+		if err != nil {
+			return err
+		}
+		if argv, err = SplitCommand(line); err != nil {
+			return err
+		}
+		if err := CheckShell(line); err != nil {
+			return err
+		}
+	}
+	if len(argv) == 0 {
+		return fmt.Errorf("empty command")
+	}
+	if _, ok := launchApps[path.Base(argv[0])]; !ok {
+		return unsupported("unknown program %q (the simulator launches: %s)", argv[0], knownPrograms())
+	}
+	return c.Check()
+}
+
+// checkPythonScripts compiles the pyautogui scripts of python -c commands,
+// so that a setup step outside the subset is found statically.
+func checkPythonScripts(c Command) error {
+	var scripts []string
+	if !c.Shell {
+		if len(c.Argv) == 3 && (path.Base(c.Argv[0]) == "python" || path.Base(c.Argv[0]) == "python3") && c.Argv[1] == "-c" {
+			scripts = append(scripts, c.Argv[2])
+		}
+	} else if line, err := c.script(); err == nil {
+		if sc, err := parseShell(line); err == nil {
+			scripts = pythonScripts(sc)
+		}
+	}
+	d := &Desktop{S: State{Width: DefaultWidth, Height: DefaultHeight}}
+	for _, src := range scripts {
+		if err := action.CheckPyAutoGUI(d.placeholders(src)); err != nil {
+			return fmt.Errorf("%w: %w", err, ErrUnsupported)
+		}
+	}
+	return nil
 }
 
 // SetupTypes lists the setup step types with a line of documentation each,

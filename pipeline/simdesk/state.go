@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"image"
 	"slices"
 
+	"github.com/cualake/cualake/pipeline/simdesk/action"
 	"github.com/cualake/cualake/pipeline/simdesk/judge"
 	"github.com/cualake/cualake/pipeline/simdesk/sheet"
 	"github.com/cualake/cualake/pipeline/simdesk/vfs"
@@ -31,6 +33,7 @@ type State struct {
 	Height    int           `json:"height"`
 	Steps     int           `json:"steps"`
 	Mouse     Point         `json:"mouse"`
+	Input     *HeldInput    `json:"input,omitempty"`    // held between pyautogui scripts; nil when nothing is
 	Terminal  string        `json:"terminal,omitempty"` // "done" or "fail" once the agent ended the episode
 	FS        vfs.FS        `json:"fs"`
 	Clipboard string        `json:"clipboard,omitempty"`
@@ -40,6 +43,56 @@ type State struct {
 	Sheet     SheetState    `json:"sheet"`
 	Settings  SettingsState `json:"settings"`
 	Mail      MailState     `json:"mail"`
+}
+
+// HeldInput is what pyautogui scripts left held (mouseDown, keyDown):
+// OSWorld's clients press and release in separate /execute calls.
+type HeldInput struct {
+	Button string   `json:"button,omitempty"` // left, right or middle
+	At     *Point   `json:"at,omitempty"`     // where the button went down
+	Keys   []string `json:"keys,omitempty"`   // modifiers, in the order pressed
+}
+
+func (h *HeldInput) toAction() *action.Input {
+	in := &action.Input{}
+	if h == nil {
+		return in
+	}
+	if h.At != nil {
+		in.Down, in.Button = &image.Point{X: h.At.X, Y: h.At.Y}, h.Button
+	}
+	in.Held = append([]string(nil), h.Keys...)
+	return in
+}
+
+// heldFrom records what a script left held; nil when nothing is.
+func heldFrom(in *action.Input) *HeldInput {
+	if in.Down == nil && len(in.Held) == 0 {
+		return nil
+	}
+	h := &HeldInput{Keys: append([]string(nil), in.Held...)}
+	if in.Down != nil {
+		h.Button, h.At = in.Button, &Point{in.Down.X, in.Down.Y}
+	}
+	return h
+}
+
+func (h *HeldInput) validate(w, hgt int) error {
+	if h == nil {
+		return nil
+	}
+	if (h.At == nil) != (h.Button == "") || !slices.Contains([]string{"", "left", "right", "middle"}, h.Button) {
+		return fmt.Errorf("held input: button %q at %v", h.Button, h.At)
+	}
+	if h.At != nil && (h.At.X < 0 || h.At.Y < 0 || h.At.X >= w || h.At.Y >= hgt) {
+		return fmt.Errorf("held input: button down off-screen at %v", *h.At)
+	}
+	for _, k := range h.Keys {
+		if n, err := action.NormalizeKey(k); err != nil || n != k || !action.Modifier(k) {
+			return fmt.Errorf("held input: %q is not a modifier", k)
+		}
+	}
+	return nil
 }
 
 // Window is an open app window.
@@ -209,6 +262,9 @@ func (s *State) validate() error {
 	}
 	if s.Mouse.X < 0 || s.Mouse.Y < 0 || s.Mouse.X >= s.Width || s.Mouse.Y >= s.Height {
 		return fmt.Errorf("mouse %v off-screen", s.Mouse)
+	}
+	if err := s.Input.validate(s.Width, s.Height); err != nil {
+		return err
 	}
 	if err := s.FS.Validate(); err != nil {
 		return fmt.Errorf("file system: %w", err)

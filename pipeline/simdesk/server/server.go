@@ -175,6 +175,11 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := s.d.RunCommand(argv)
+	if res.Unsupported != "" {
+		// OSWorld's server answers a command it could not run with 500.
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"status": "error", "message": res.Unsupported})
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "output": res.Output, "error": res.Error, "returncode": res.ReturnCode})
 }
 

@@ -78,9 +78,9 @@ func TestEndpoints(t *testing.T) {
 	if json.Unmarshal(b, &r); r.ReturnCode == 0 || !strings.Contains(r.Error, "fly") {
 		t.Fatalf("bad pyautogui: %s", b)
 	}
-	_, b = call(t, ts, "POST", "/execute", "application/json", `{"command": ["curl", "evil.example"]}`)
-	if json.Unmarshal(b, &r); r.ReturnCode != 127 {
-		t.Fatalf("unknown program: %s", b)
+	code, b = call(t, ts, "POST", "/execute", "application/json", `{"command": ["curl", "evil.example"]}`)
+	if code != 500 || !strings.Contains(string(b), `"status":"error"`) || !strings.Contains(string(b), "No such file or directory: 'curl'") {
+		t.Fatalf("unknown program: %d %s", code, b)
 	}
 	if code, _ := call(t, ts, "POST", "/execute", "application/json", `{"command": 5}`); code != 400 {
 		t.Fatalf("malformed command: %d", code)
