@@ -44,6 +44,8 @@ const (
 	DefaultBlobChunkRows = 512  // as rollout's: screenshots
 	// maxListedRejects bounds the rejects a report lists (all are counted).
 	maxListedRejects = 100
+	// DefaultMaxFileBytes caps one file an input names (64 MiB).
+	DefaultMaxFileBytes = record.DefaultMaxFileBytes
 )
 
 // Options says what to import and how.
@@ -63,6 +65,9 @@ type Options struct {
 	Progress                                func(done, total int) // optional
 	// In is the snapshot to import on top of ("" is main's head).
 	In string
+	// NewHistory lets an import start a new root where main is missing but
+	// the lake holds snapshots (lake.NewHistory); otherwise that is refused.
+	NewHistory bool
 	// Shard, when sharded, imports only the files of one shard and writes
 	// a fragment (Report.Fragment) instead of committing: osworld-tasks
 	// by task file, keyed by its id (so copies of one id in two domains
@@ -71,6 +76,10 @@ type Options struct {
 	// that a record already given in an earlier file is skipped as it is
 	// in an unsharded import.
 	Shard shard.Spec
+	// MaxFileBytes caps each file an input names or holds (a screenshot, a
+	// run log, a task file; 0: DefaultMaxFileBytes). A larger one, or one
+	// that is no regular file (a FIFO, a device, a folder), is a reject.
+	MaxFileBytes int64
 }
 
 // Counts are rows added by an import and rows it found already present
@@ -141,7 +150,11 @@ func Run(ctx context.Context, l *lake.Lake, opts Options) (*Report, error) {
 	if opts.BlobChunkRows <= 0 {
 		opts.BlobChunkRows = min(DefaultBlobChunkRows, opts.ChunkRows)
 	}
-	tx, err := l.Begin(ctx, opts.In)
+	var begin []lake.BeginOption
+	if opts.NewHistory {
+		begin = append(begin, lake.NewHistory())
+	}
+	tx, err := l.Begin(ctx, opts.In, begin...)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +172,7 @@ func Run(ctx context.Context, l *lake.Lake, opts Options) (*Report, error) {
 		if spec.Sharded() {
 			keep = func(_, id string) bool { return spec.Owns(id) }
 		}
-		res, err := osworld.ReadTasksFiltered(ctx, opts.Paths[0], opts.Index, keep, c)
+		res, err := osworld.ReadTasksFiltered(ctx, opts.Paths[0], opts.Index, keep, opts.MaxFileBytes, c)
 		if err != nil {
 			return rep, fmt.Errorf("import %s: %w", opts.Kind, err)
 		}
@@ -171,7 +184,8 @@ func Run(ctx context.Context, l *lake.Lake, opts Options) (*Report, error) {
 		if spec.Sharded() {
 			keep = func(p *osworld.EpisodePath) bool { return spec.Owns(p.Rel) }
 		}
-		if _, err := osworld.ReadResultsFiltered(ctx, opts.Paths[0], opts.Workers, keep, c); err != nil {
+		ro := osworld.ResultsOptions{Workers: opts.Workers, Keep: keep, MaxFileBytes: opts.MaxFileBytes}
+		if _, err := osworld.ReadResultsWith(ctx, opts.Paths[0], ro, c); err != nil {
 			return rep, fmt.Errorf("import %s: %w", opts.Kind, err)
 		}
 	case KindJSONL:
@@ -194,7 +208,7 @@ func Run(ctx context.Context, l *lake.Lake, opts Options) (*Report, error) {
 			}
 			return nil
 		}
-		if err := jsonl.ReadFilesWith(ctx, opts.Paths, sinkFor); err != nil {
+		if err := jsonl.ReadFilesWith(ctx, opts.Paths, jsonl.ReadOptions{MaxFileBytes: opts.MaxFileBytes}, sinkFor); err != nil {
 			return rep, fmt.Errorf("import %s: %w", opts.Kind, err)
 		}
 	}
@@ -237,16 +251,31 @@ func CommitInfo(opts Options) lake.CommitInfo {
 }
 
 // claimSink reads a file another shard imports: it only notes the tasks and
-// trajectories it gives, which are then present for the files after it.
+// trajectories it gives, which are then present (or conflicting) for the
+// files after it, as in an unsharded import. A record the owning shard
+// rejects as a conflict is not noted; one whose key the parent holds need
+// not be, since later ones are compared with the parent's.
 type claimSink struct{ c *committer }
 
 func (s claimSink) Task(t schemas.Task) error {
-	s.c.tasks[t.TaskID] = true
+	if prev, ok := s.c.tasks[t.TaskID]; ok {
+		if loc, isLine := originLoc(&t); isLine && prev.hash != taskHash(&t) {
+			s.c.skip = &loc
+		}
+		return nil
+	}
+	s.c.noteTask(&t)
 	return nil
 }
 
 func (s claimSink) Episode(e *record.Episode) error {
-	s.c.traj[e.Trajectory.TrajectoryID] = true
+	id := e.Trajectory.TrajectoryID
+	if s.c.skipsLine(e) || s.c.baseTraj[id] {
+		return nil
+	}
+	if _, ok := s.c.traj[id]; !ok {
+		s.c.traj[id] = seen{hash: episodeHash(e), file: e.File, line: e.Line}
+	}
 	return nil
 }
 
@@ -259,11 +288,21 @@ func (s claimSink) Progress(done, total int)       {}
 // parent set.
 type committer struct {
 	ctx  context.Context
+	l    *lake.Lake
+	base *lake.Manifest
 	opts Options
 	rep  *Report
 	err  error // first write error; later calls do nothing
 
-	tasks, baseTraj, traj, blobs, rejectKeys map[string]bool
+	baseTraj, blobs, rejectKeys map[string]bool
+	// tasks holds every task id of the parent and the input, traj the
+	// trajectory ids of the input, with their content hashes; baseHash,
+	// the parent trajectories' hashes, is read on the first id met again.
+	tasks, traj map[string]seen
+	baseHash    map[string][32]byte
+	// skip is the JSONL line whose embedded task was rejected: its
+	// trajectory, which comes next, goes with it.
+	skip *lineLoc
 
 	// Every table goes through shard.Output, sharded or not, so that a
 	// merge of fragments writes exactly the files an unsharded import
@@ -277,8 +316,8 @@ type committer struct {
 }
 
 func newCommitter(ctx context.Context, l *lake.Lake, tx *lake.Txn, opts Options) (*committer, error) {
-	c := &committer{ctx: ctx, opts: opts, rep: &Report{Rejects: []RejectInfo{}, Missing: []string{}},
-		tasks: map[string]bool{}, baseTraj: map[string]bool{}, traj: map[string]bool{}, rejectKeys: map[string]bool{}}
+	c := &committer{ctx: ctx, l: l, opts: opts, rep: &Report{Rejects: []RejectInfo{}, Missing: []string{}},
+		tasks: map[string]seen{}, baseTraj: map[string]bool{}, traj: map[string]seen{}, rejectKeys: map[string]bool{}}
 	c.out = shard.NewOutput(l, tx, opts.Shard)
 	c.tTasks = shard.NewTable(c.out, schemas.Tasks, shard.TableOptions{Chunk: opts.ChunkRows})
 	c.tTraj = shard.NewTable(c.out, schemas.Trajectories, shard.TableOptions{Chunk: opts.ChunkRows})
@@ -287,13 +326,14 @@ func newCommitter(ctx context.Context, l *lake.Lake, tx *lake.Txn, opts Options)
 	c.tBlobs = shard.NewTable(c.out, schemas.Blobs, shard.TableOptions{Chunk: opts.BlobChunkRows, Dedup: true})
 	c.tReject = shard.NewTable(c.out, schemas.Rejects, shard.TableOptions{Chunk: opts.ChunkRows})
 	base := tx.Base()
+	c.base = base
 	if base.ID == "" {
 		c.blobs = map[string]bool{}
 		return c, nil
 	}
 	err := lake.ScanTable(ctx, l, base, schemas.Tasks, 1024, func(rows []schemas.Task) error {
 		for i := range rows {
-			c.tasks[rows[i].TaskID] = true
+			c.tasks[rows[i].TaskID] = seen{hash: taskHash(&rows[i]), file: rows[i].Origin, parent: true}
 		}
 		return nil
 	})
@@ -331,16 +371,39 @@ func (c *committer) writing() bool {
 
 // Task implements record.Sink.
 func (c *committer) Task(t schemas.Task) error {
-	if c.tasks[t.TaskID] {
-		c.rep.Tasks.Present++
-		return nil
+	if prev, ok := c.tasks[t.TaskID]; ok {
+		if prev.hash == taskHash(&t) {
+			c.rep.Tasks.Present++
+			return nil
+		}
+		loc, isLine := originLoc(&t)
+		field, extra := "id", ""
+		if isLine {
+			c.skip = &loc
+			field, extra = "task", "; the line's trajectory is not imported either"
+		}
+		return c.Reject(c.conflict(loc, field, "task_id", t.TaskID, schemas.Tasks.Name, []byte(t.Raw), prev, extra))
 	}
-	c.tasks[t.TaskID] = true
+	c.noteTask(&t)
 	c.rep.Tasks.Added++
 	if c.writing() {
 		c.add(c.tTasks.Add(t))
 	}
 	return c.err
+}
+
+// noteTask takes t's id.
+func (c *committer) noteTask(t *schemas.Task) {
+	loc, _ := originLoc(t)
+	c.tasks[t.TaskID] = seen{hash: taskHash(t), file: loc.file, line: loc.line}
+}
+
+// skipsLine reports whether e is the trajectory of a line whose task was
+// rejected, and forgets that line: its trajectory comes right after it.
+func (c *committer) skipsLine(e *record.Episode) bool {
+	s := c.skip
+	c.skip = nil
+	return s != nil && s.file == e.File && s.line == e.Line
 }
 
 // add records the first write error.
@@ -360,12 +423,32 @@ func (c *committer) KnownTrajectory(id string) bool { return c.baseTraj[id] }
 
 // Episode implements record.Sink.
 func (c *committer) Episode(e *record.Episode) error {
-	id := e.Trajectory.TrajectoryID
-	if c.baseTraj[id] || c.traj[id] {
-		c.rep.Trajectories.Present++
-		return nil
+	if c.skipsLine(e) {
+		return c.err
 	}
-	c.traj[id] = true
+	id := e.Trajectory.TrajectoryID
+	// An episode given as its id alone is one the lake holds and the
+	// reader did not read again (osworld-results): present.
+	idOnly := e.Trajectory.TaskID == "" && len(e.Steps) == 0
+	prev, ok, err := c.knownTrajectory(id, idOnly)
+	if err != nil {
+		if c.err == nil {
+			c.err = err
+		}
+		return c.err
+	}
+	h := [32]byte{}
+	if !idOnly {
+		h = episodeHash(e)
+	}
+	if ok {
+		if idOnly || prev.hash == h {
+			c.rep.Trajectories.Present++
+			return nil
+		}
+		return c.Reject(c.conflict(lineLoc{e.File, e.Line}, "trajectory_id", "trajectory_id", id, schemas.Trajectories.Name, e.Raw, prev, ""))
+	}
+	c.traj[id] = seen{hash: h, file: e.File, line: e.Line}
 	c.rep.Trajectories.Added++
 	c.rep.Steps += len(e.Steps)
 	w := c.writing()

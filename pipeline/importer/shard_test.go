@@ -16,8 +16,9 @@ import (
 )
 
 // genJSONL writes n JSONL files into a new folder: trajectories and embedded
-// tasks that repeat across files with different contents (the first file's
-// copy wins), screenshots shared between files, and bad lines.
+// tasks that repeat within and across files, some with the same content
+// (present) and some with different content (rejects naming the first),
+// screenshots shared between files, and bad lines.
 func genJSONL(t *testing.T, n int, seed uint64) []string {
 	t.Helper()
 	dir := t.TempDir()
@@ -33,28 +34,39 @@ func genJSONL(t *testing.T, n int, seed uint64) []string {
 		}
 	}
 	r := rand.New(rand.NewPCG(seed, 1))
-	var files []string
+	var files, lines []string
 	for f := 0; f < n; f++ {
 		var b strings.Builder
 		for k := 0; k < 6; k++ {
-			switch r.IntN(8) {
+			switch r.IntN(9) {
 			case 0:
 				fmt.Fprintf(&b, `{"task_id": "t%d", "steps": []}`+"\n", r.IntN(5)) // no reward: a bad line
 				continue
 			case 1:
 				b.WriteString("\n") // blank
 				continue
+			case 2:
+				if len(lines) > 0 { // an earlier line again: already present
+					b.WriteString(lines[r.IntN(len(lines))])
+					continue
+				}
 			}
-			task := ""
+			task, tid := "", r.IntN(5)
 			if r.IntN(2) == 0 {
-				task = fmt.Sprintf(`"task": {"id": "t%d", "instruction": "do %d in file %d", "evaluator": {"func": "f"}}, `, r.IntN(5), r.IntN(3), f)
+				id := tid
+				if r.IntN(4) == 0 {
+					id = r.IntN(5) // mostly a task_id that is not task.id: a bad line
+				}
+				task = fmt.Sprintf(`"task": {"id": "t%d", "instruction": "do %d", "evaluator": {"func": "f"}}, `, id, r.IntN(3))
 			}
 			steps := []string{}
 			for s := r.IntN(3); s >= 0; s-- {
 				steps = append(steps, fmt.Sprintf(`{"action": "pyautogui.click(%d, 10)", "response": "r%d", "screenshot": %q}`, r.IntN(100), f, names[r.IntN(len(names))]))
 			}
-			fmt.Fprintf(&b, `{%s"trajectory_id": "tr-%d", "task_id": "t%d", "domain": "os", "policy": "p%d", "reward": %d, "steps": [%s]}`+"\n",
-				task, r.IntN(12), r.IntN(5), f, r.IntN(2), strings.Join(steps, ", "))
+			line := fmt.Sprintf(`{%s"trajectory_id": "tr-%d", "task_id": "t%d", "domain": "os", "policy": "p%d", "reward": %d, "steps": [%s]}`+"\n",
+				task, r.IntN(12), tid, f, r.IntN(2), strings.Join(steps, ", "))
+			b.WriteString(line)
+			lines = append(lines, line)
 		}
 		p := filepath.Join(dir, fmt.Sprintf("part-%d.jsonl", f))
 		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
@@ -66,7 +78,8 @@ func genJSONL(t *testing.T, n int, seed uint64) []string {
 }
 
 // genTasks writes an OSWorld examples tree in which one id appears in two
-// domains with different contents, and one file is bad.
+// domains (a conflict: the first domain's copy is kept, the others are
+// rejects), and one file is bad.
 func genTasks(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -143,8 +156,17 @@ func TestShardedImportEqualsUnsharded(t *testing.T) {
 			if !want.Committed {
 				t.Fatalf("the unsharded import committed nothing: %+v", want)
 			}
-			if want.Tasks.Present+want.Trajectories.Present == 0 && c.opts.Kind != KindOSWorldResults {
-				t.Fatalf("the input should repeat records: %+v", want)
+			conflicts := 0
+			for _, r := range want.Rejects {
+				if strings.Contains(r.Reason, "with different content") {
+					conflicts++
+				}
+			}
+			if c.opts.Kind == KindJSONL && (want.Tasks.Present == 0 || want.Trajectories.Present == 0 || conflicts == 0) {
+				t.Fatalf("the input should repeat tasks and trajectories, the same and conflicting: %+v", want)
+			}
+			if c.opts.Kind == KindOSWorldTasks && conflicts == 0 {
+				t.Fatalf("the input should repeat task ids: %+v", want)
 			}
 			for _, n := range []int{1, 2, 3, 7} {
 				l := prepare()

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -36,7 +35,7 @@ const MaxLine = 256 << 20
 type Line struct {
 	TrajectoryID  string          `json:"trajectory_id"`
 	TaskID        string          `json:"task_id"`
-	Domain        string          `json:"domain"`
+	Domain        *string         `json:"domain"` // nil when absent; given, it must be a folder name
 	GroupID       string          `json:"group_id"`
 	Policy        string          `json:"policy"`
 	PolicyVersion int32           `json:"policy_version"`
@@ -122,11 +121,20 @@ func ParseLine(file string, n int, raw []byte, load Loader) (*Parsed, error) {
 		return bad("json", "more than one JSON value on the line")
 	}
 	out := &Parsed{}
+	domain := ""
+	if l.Domain != nil {
+		// The domain names a folder of the export layout, as OSWorld's
+		// evaluation_examples/<domain>/ does.
+		if err := record.CheckComponent(*l.Domain); err != nil {
+			return bad("domain", "%v (leave the field out when the domain is unknown)", err)
+		}
+		domain = *l.Domain
+	}
 	if len(l.Task) > 0 && string(l.Task) != "null" {
-		if strings.TrimSpace(l.Domain) == "" {
+		if domain == "" {
 			return bad("domain", "is required when the line embeds its task")
 		}
-		t, err := osworld.ParseTask(fmt.Sprintf("%s:%d", file, n), l.Domain, l.Task)
+		t, err := osworld.ParseTask(fmt.Sprintf("%s:%d", file, n), domain, l.Task)
 		if err != nil {
 			var re *record.Error
 			if errors.As(err, &re) {
@@ -143,6 +151,14 @@ func ParseLine(file string, n int, raw []byte, load Loader) (*Parsed, error) {
 	}
 	if strings.TrimSpace(l.TaskID) == "" {
 		return bad("task_id", "is required")
+	}
+	if err := record.CheckComponent(l.TaskID); err != nil {
+		return bad("task_id", "%v", err)
+	}
+	if l.TrajectoryID != "" {
+		if err := record.CheckComponent(l.TrajectoryID); err != nil {
+			return bad("trajectory_id", "%v", err)
+		}
 	}
 	if l.Reward == nil {
 		return bad("reward", "is required")
@@ -170,14 +186,14 @@ func ParseLine(file string, n int, raw []byte, load Loader) (*Parsed, error) {
 	if len(l.JudgeDetail) > 0 && string(l.JudgeDetail) != "null" {
 		judge = compact(l.JudgeDetail)
 	}
-	tr := schemas.Trajectory{TrajectoryID: l.TrajectoryID, TaskID: l.TaskID, Domain: l.Domain, GroupID: l.GroupID, Policy: l.Policy,
+	tr := schemas.Trajectory{TrajectoryID: l.TrajectoryID, TaskID: l.TaskID, Domain: domain, GroupID: l.GroupID, Policy: l.Policy,
 		PolicyVersion: l.PolicyVersion, Iteration: l.Iteration, Seed: l.Seed, Steps: int32(len(l.Steps)), Reward: *l.Reward,
 		Outcome: l.Outcome, JudgeDetail: judge, Error: l.Error, Source: l.Source}
 	if err := schemas.Trajectories.Validate(&tr); err != nil {
 		e := record.FromValidation(file, n, schemas.Trajectories.Name, string(raw), err)
 		return nil, e
 	}
-	ep := &record.Episode{Trajectory: tr}
+	ep := &record.Episode{Trajectory: tr, File: file, Line: n, Raw: raw}
 	seen := map[[2]int32]bool{}
 	var spans []span
 	for i, st := range l.Steps {
@@ -202,10 +218,7 @@ func ParseLine(file string, n int, raw []byte, load Loader) (*Parsed, error) {
 		case st.Screenshot != "":
 			b, err := load(st.Screenshot)
 			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return bad(field("screenshot"), "%s does not exist", st.Screenshot)
-				}
-				return bad(field("screenshot"), "%v", err)
+				return bad(field("screenshot"), "%s", record.FileReason(st.Screenshot, err))
 			}
 			blob, err := record.ImageBlob(b)
 			if err != nil {
@@ -369,17 +382,25 @@ func compact(b json.RawMessage) string {
 	return buf.String()
 }
 
-// ReadFiles reads each JSONL file in order and hands tasks, episodes and
-// rejects to sink. Screenshot paths are relative to the file's folder.
-// Progress counts bytes.
-func ReadFiles(ctx context.Context, files []string, sink record.Sink) error {
-	return ReadFilesWith(ctx, files, func(int) record.Sink { return sink })
+// ReadOptions tunes ReadFilesWith.
+type ReadOptions struct {
+	// MaxFileBytes caps each screenshot file a line names (0:
+	// record.DefaultMaxFileBytes); a larger one is a reject.
+	MaxFileBytes int64
 }
 
-// ReadFilesWith is ReadFiles with a sink per file: file i goes to
-// sinkFor(i), and is not read when that is nil. Progress goes to the first
-// file's sink and counts the bytes of the files read.
-func ReadFilesWith(ctx context.Context, files []string, sinkFor func(i int) record.Sink) error {
+// ReadFiles reads each JSONL file in order and hands tasks, episodes and
+// rejects to sink. Screenshot paths are relative to the file's folder and
+// must name regular files under the default size cap. Progress counts
+// bytes.
+func ReadFiles(ctx context.Context, files []string, sink record.Sink) error {
+	return ReadFilesWith(ctx, files, ReadOptions{}, func(int) record.Sink { return sink })
+}
+
+// ReadFilesWith is ReadFiles with options and a sink per file: file i goes
+// to sinkFor(i), and is not read when that is nil. Progress goes to the
+// first file's sink and counts the bytes of the files read.
+func ReadFilesWith(ctx context.Context, files []string, opts ReadOptions, sinkFor func(i int) record.Sink) error {
 	total := 0
 	var progress record.Sink
 	for i, f := range files {
@@ -403,7 +424,7 @@ func ReadFilesWith(ctx context.Context, files []string, sinkFor func(i int) reco
 		if s == nil {
 			continue
 		}
-		if err := readFile(ctx, f, progressTo{s, progress}, &done, total); err != nil {
+		if err := readFile(ctx, f, opts, progressTo{s, progress}, &done, total); err != nil {
 			return err
 		}
 	}
@@ -418,7 +439,7 @@ type progressTo struct {
 
 func (s progressTo) Progress(done, total int) { s.p.Progress(done, total) }
 
-func readFile(ctx context.Context, file string, sink record.Sink, done *int, total int) error {
+func readFile(ctx context.Context, file string, opts ReadOptions, sink record.Sink, done *int, total int) error {
 	fh, err := os.Open(file)
 	if err != nil {
 		return err
@@ -429,7 +450,8 @@ func readFile(ctx context.Context, file string, sink record.Sink, done *int, tot
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, filepath.FromSlash(p))
 		}
-		return os.ReadFile(p)
+		// A path may name a FIFO or /dev/zero: only capped regular files.
+		return record.ReadRegular(p, opts.MaxFileBytes)
 	}
 	r := bufio.NewReaderSize(fh, 1<<20)
 	for n := 1; ; n++ {

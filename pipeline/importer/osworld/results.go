@@ -146,15 +146,37 @@ type recordingEntry struct {
 
 // ReadEpisode reads one episode folder. known reports trajectory ids the
 // lake already holds; such an episode comes back as its id alone, without
-// loading screenshots. Bad records come back as rejects (and no episode);
-// the error is for I/O failures only.
-func ReadEpisode(p EpisodePath, known func(string) bool) (*record.Episode, []*record.Error, error) {
+// loading screenshots. Every file it reads must be a regular file of at
+// most maxFile bytes (0: record.DefaultMaxFileBytes). Bad records come back
+// as rejects (and no episode); the error is for I/O failures only.
+func ReadEpisode(p EpisodePath, known func(string) bool, maxFile int64) (*record.Episode, []*record.Error, error) {
 	rel := func(name string) string { return strings.TrimPrefix(p.Rel+"/"+name, "./") }
+	// The domain and example id become folder names of the export layout
+	// and task ids; the file system allows names those do not.
+	for _, c := range []struct{ field, name string }{{"domain", p.Domain}, {"example_id", p.ExampleID}} {
+		if err := record.CheckComponent(c.name); err != nil {
+			return nil, []*record.Error{{File: p.Rel, Field: c.field, Reason: "folder name " + err.Error(), Table: schemas.Trajectories.Name}}, nil
+		}
+	}
+	read := func(name string) ([]byte, error) {
+		return record.ReadRegular(filepath.Join(p.Dir, filepath.FromSlash(name)), maxFile)
+	}
+	// refusedFile is the reject of a whole file that is no regular file
+	// or over the cap, nil for any other error.
+	refusedFile := func(name string, err error) []*record.Error {
+		if !errors.Is(err, record.ErrNotRegular) && !errors.Is(err, record.ErrTooLarge) {
+			return nil
+		}
+		return []*record.Error{{File: rel(name), Field: "file", Reason: record.FileReason(name, err), Table: schemas.Trajectories.Name}}
+	}
 	var rejects []*record.Error
 	var lines []TrajLine
 	var lineNos []int
 	var errs []string
-	trajRaw, err := os.ReadFile(filepath.Join(p.Dir, "traj.jsonl"))
+	trajRaw, err := read("traj.jsonl")
+	if r := refusedFile("traj.jsonl", err); r != nil {
+		return nil, r, nil
+	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, err
 	}
@@ -188,7 +210,10 @@ func ReadEpisode(p EpisodePath, known func(string) bool) (*record.Episode, []*re
 		Policy: p.Model, Source: "osworld"}
 	jd := judgeDetail{Path: p.Rel, ActionSpace: p.ActionSpace, ObservationType: p.ObservationType}
 
-	resRaw, err := os.ReadFile(filepath.Join(p.Dir, "result.txt"))
+	resRaw, err := read("result.txt")
+	if r := refusedFile("result.txt", err); r != nil {
+		return nil, r, nil
+	}
 	hasResult := err == nil
 	switch {
 	case err == nil:
@@ -204,13 +229,13 @@ func ReadEpisode(p EpisodePath, known func(string) bool) (*record.Episode, []*re
 		return nil, nil, err
 	}
 
-	ep := &record.Episode{}
+	ep := &record.Episode{File: p.Rel}
 	addBlob := func(b schemas.Blob) { ep.Blobs = append(ep.Blobs, b) }
 	readShot := func(name string, line int, raw string) (*schemas.Blob, error) {
-		b, err := os.ReadFile(filepath.Join(p.Dir, filepath.FromSlash(name)))
-		if errors.Is(err, fs.ErrNotExist) {
+		b, err := read(name)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, record.ErrNotRegular) || errors.Is(err, record.ErrTooLarge) {
 			rejects = append(rejects, &record.Error{File: rel("traj.jsonl"), Line: line, Field: "screenshot_file",
-				Reason: fmt.Sprintf("%s does not exist", rel(name)), Raw: raw, Table: schemas.Steps.Name})
+				Reason: record.FileReason(rel(name), err), Raw: raw, Table: schemas.Steps.Name})
 			return nil, nil
 		}
 		if err != nil {
@@ -285,10 +310,12 @@ func ReadEpisode(p EpisodePath, known func(string) bool) (*record.Episode, []*re
 		return nil, rejects, nil
 	}
 
-	if b, err := os.ReadFile(filepath.Join(p.Dir, "runtime.log")); err == nil {
+	if b, err := read("runtime.log"); err == nil {
 		blob := record.TextBlob(b)
 		addBlob(blob)
 		jd.RuntimeLog = blob.Hash
+	} else if r := refusedFile("runtime.log", err); r != nil {
+		return nil, r, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, err
 	}
@@ -411,16 +438,27 @@ type ResultsSummary struct {
 // output does not depend on scheduling; at most 2*workers episodes are in
 // memory at once.
 func ReadResults(ctx context.Context, dir string, workers int, sink record.Sink) (*ResultsSummary, error) {
-	return ReadResultsFiltered(ctx, dir, workers, nil, sink)
+	return ReadResultsWith(ctx, dir, ResultsOptions{Workers: workers}, sink)
 }
 
-// ReadResultsFiltered is ReadResults of the episode folders keep accepts
-// (all when nil), in the same order.
-func ReadResultsFiltered(ctx context.Context, dir string, workers int, keep func(p *EpisodePath) bool, sink record.Sink) (*ResultsSummary, error) {
+// ResultsOptions tunes ReadResultsWith.
+type ResultsOptions struct {
+	Workers int // episodes parsed in parallel (0: one per CPU, at most 8)
+	// Keep selects the episode folders to read (nil: all).
+	Keep func(p *EpisodePath) bool
+	// MaxFileBytes caps each file of an episode (0:
+	// record.DefaultMaxFileBytes); a larger one is a reject.
+	MaxFileBytes int64
+}
+
+// ReadResultsWith is ReadResults of the episode folders opts.Keep accepts,
+// in the same order, with opts' file size cap.
+func ReadResultsWith(ctx context.Context, dir string, opts ResultsOptions, sink record.Sink) (*ResultsSummary, error) {
 	eps, err := FindEpisodes(dir)
 	if err != nil {
 		return nil, err
 	}
+	workers, keep := opts.Workers, opts.Keep
 	if keep != nil {
 		var mine []EpisodePath
 		for i := range eps {
@@ -466,7 +504,7 @@ func ReadResultsFiltered(ctx context.Context, dir string, workers int, keep func
 	for w := 0; w < workers; w++ {
 		go func() {
 			for j := range jobs {
-				ep, rej, err := ReadEpisode(j.p, sink.KnownTrajectory)
+				ep, rej, err := ReadEpisode(j.p, sink.KnownTrajectory, opts.MaxFileBytes)
 				j.out <- result{ep, rej, err}
 			}
 		}()

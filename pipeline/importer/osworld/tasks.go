@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -45,8 +46,8 @@ func ParseTask(file, domain string, raw []byte) (schemas.Task, error) {
 	if stem := strings.TrimSuffix(filepath.Base(file), ".json"); strings.HasSuffix(file, ".json") && stem != id {
 		return bad(at("id"), "id", "is %q but the file is named %s.json", id, stem)
 	}
-	if !safeComponent(id) {
-		return bad(at("id"), "id", "%q cannot be a file name", id)
+	if err := record.CheckComponent(id); err != nil {
+		return bad(at("id"), "id", "cannot be a file name: %v", err)
 	}
 	if err := json.Unmarshal(top["instruction"], &instruction); err != nil || string(top["instruction"]) == "null" {
 		return bad(at("instruction"), "instruction", "want a string")
@@ -164,10 +165,8 @@ func compact(b json.RawMessage) string {
 }
 
 // safeComponent reports whether s can be one path component of the export
-// layout.
-func safeComponent(s string) bool {
-	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\\\x00")
-}
+// layout; record.CheckComponent says why not.
+func safeComponent(s string) bool { return record.CheckComponent(s) == nil }
 
 // ParseIndex parses an index file such as test_all.json: domain -> task ids.
 func ParseIndex(file string, raw []byte) (map[string][]string, error) {
@@ -178,8 +177,8 @@ func ParseIndex(file string, raw []byte) (map[string][]string, error) {
 		return nil, e
 	}
 	for d := range idx {
-		if !safeComponent(d) {
-			return nil, &record.Error{File: file, Line: record.KeyLine(raw, d), Field: d, Reason: "domain cannot be a folder name"}
+		if err := record.CheckComponent(d); err != nil {
+			return nil, &record.Error{File: file, Line: record.KeyLine(raw, d), Field: d, Reason: "domain cannot be a folder name: " + err.Error()}
 		}
 	}
 	return idx, nil
@@ -194,13 +193,16 @@ type TaskResult struct {
 // ReadTasks reads dir/examples/<domain>/<id>.json, every file or, with an
 // index file, only the tasks it names, and hands each task or reject to
 // sink in domain, id order. index is looked up in dir first, then as given.
+// A task file that is not a regular file under the default size cap is a
+// reject.
 func ReadTasks(ctx context.Context, dir, index string, sink record.Sink) (*TaskResult, error) {
-	return ReadTasksFiltered(ctx, dir, index, nil, sink)
+	return ReadTasksFiltered(ctx, dir, index, nil, 0, sink)
 }
 
 // ReadTasksFiltered is ReadTasks of the task files keep accepts (all when
-// nil), in the same order.
-func ReadTasksFiltered(ctx context.Context, dir, index string, keep func(domain, id string) bool, sink record.Sink) (*TaskResult, error) {
+// nil), in the same order, with task files capped at maxFile bytes (0:
+// record.DefaultMaxFileBytes).
+func ReadTasksFiltered(ctx context.Context, dir, index string, keep func(domain, id string) bool, maxFile int64, sink record.Sink) (*TaskResult, error) {
 	examples := filepath.Join(dir, "examples")
 	if st, err := os.Stat(examples); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("%s: no examples/ folder (want OSWorld's evaluation_examples layout: examples/<domain>/<id>.json)", dir)
@@ -282,11 +284,17 @@ func ReadTasksFiltered(ctx context.Context, dir, index string, keep func(domain,
 			return nil, err
 		}
 		rel := filepath.ToSlash(filepath.Join("examples", it.domain, it.id+".json"))
-		raw, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("%s: %w", rel, err)
+		raw, err := record.ReadRegular(filepath.Join(dir, filepath.FromSlash(rel)), maxFile)
+		switch {
+		case errors.Is(err, record.ErrNotRegular), errors.Is(err, record.ErrTooLarge):
+			if err := sink.Reject(&record.Error{File: rel, Field: "file", Reason: record.FileReason(path.Base(rel), err), Table: schemas.Tasks.Name}); err != nil {
+				return nil, err
 			}
+			sink.Progress(i+1, len(items))
+			continue
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("%s: %w", rel, err)
+		case err != nil:
 			return nil, err
 		}
 		res.Files++

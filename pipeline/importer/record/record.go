@@ -55,6 +55,12 @@ type Episode struct {
 	Trajectory schemas.Trajectory
 	Steps      []schemas.Step
 	Blobs      []schemas.Blob
+	// Where the reader found it, for a reject that names it (a conflicting
+	// duplicate): the file, the 1-based line (0 for a whole folder) and
+	// the record as read.
+	File string
+	Line int
+	Raw  []byte
 }
 
 // Sink receives what a reader parsed, in a deterministic order. Only

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // RepoRoot walks up from the working directory to the folder holding go.mod.
@@ -42,4 +43,21 @@ func OSWorldSample(t testing.TB) string {
 func Testdata(t testing.TB) string {
 	t.Helper()
 	return filepath.Join(RepoRoot(t), "pipeline", "importer", "testdata")
+}
+
+// Finishes runs fn and fails the test when it has not returned after
+// limit. It guards against a hang (a read of a FIFO, of /dev/zero), so
+// limit is generous; it is no timing assertion.
+func Finishes(t testing.TB, limit time.Duration, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		t.Fatalf("still running after %v: the code under test hangs", limit)
+	}
 }
