@@ -16,7 +16,16 @@ type filesApp struct{}
 func (filesApp) id() string   { return "files" }
 func (filesApp) name() string { return "Files" }
 
-func (filesApp) title(s *State) string { return "Files - " + vfs.Short(s.Files.Dir) }
+// title is Nautilus's: the folder's name, "Home" for the home folder.
+func (filesApp) title(s *State) string {
+	switch s.Files.Dir {
+	case vfs.Home:
+		return "Home"
+	case "/":
+		return "/"
+	}
+	return path.Base(s.Files.Dir)
+}
 
 func (filesApp) menus() []menuDef {
 	return []menuDef{

@@ -18,14 +18,19 @@ type mailApp struct{}
 func (mailApp) id() string   { return "mail" }
 func (mailApp) name() string { return "Mail" }
 
+// title is Thunderbird's: the folder, or "Write: subject" while composing.
 func (mailApp) title(s *State) string {
-	if s.Mail.Compose != nil {
-		return "New Message - Mail"
+	if c := s.Mail.Compose; c != nil {
+		subject := c.Subject.Text
+		if strings.TrimSpace(subject) == "" {
+			subject = "(no subject)"
+		}
+		return "Write: " + subject + " - Thunderbird"
 	}
 	if s.Mail.Folder == "sent" {
-		return "Sent - Mail"
+		return "Sent - Mozilla Thunderbird"
 	}
-	return "Inbox - Mail"
+	return "Inbox - Mozilla Thunderbird"
 }
 
 func (mailApp) menus() []menuDef {

@@ -24,12 +24,9 @@ func (settingsApp) popupOpen(s *State) bool      { return s.Settings.Open != "" 
 func (settingsApp) closePopups(s *State)         { s.Settings.Open = "" }
 func (settingsApp) modal(s *State) bool          { return false }
 func (settingsApp) requestClose(d *Desktop) bool { return true }
-func (settingsApp) title(s *State) string {
-	if p := settingsPage(s.Settings.Page); p != nil {
-		return "Settings - " + p.Title
-	}
-	return "Settings"
-}
+
+// title is GNOME Settings' (gnome-control-center): "Settings".
+func (settingsApp) title(s *State) string { return "Settings" }
 
 func (settingsApp) reset(d *Desktop) {
 	st := &d.S.Settings

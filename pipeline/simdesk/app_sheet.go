@@ -21,15 +21,15 @@ const (
 func (sheetApp) id() string   { return "sheet" }
 func (sheetApp) name() string { return "Sheet" }
 
+// title is LibreOffice Calc's ("name - LibreOffice Calc", no mark for
+// unsaved changes: Calc shows those in its status bar, as Sheet does), so
+// that OSWorld's activate_window steps find it.
 func (sheetApp) title(s *State) string {
-	name := "Untitled.csv"
+	name := "Untitled 1"
 	if s.Sheet.Path != "" {
 		name = path.Base(s.Sheet.Path)
 	}
-	if s.Sheet.Dirty {
-		name = "*" + name
-	}
-	return name + " - Sheet"
+	return name + " - LibreOffice Calc"
 }
 
 func (sheetApp) menus() []menuDef {

@@ -151,6 +151,9 @@ func (s *Sim) Evaluate() (float64, string, error) {
 	if s.judge == nil {
 		return 0, "", fmt.Errorf("simdesk: Evaluate before Reset")
 	}
+	if err := s.d.ApplyPostconfig(s.judge.Postconfig); err != nil {
+		return 0, "", fmt.Errorf("simdesk: task %s: evaluator.postconfig: %w", s.task.TaskID, err)
+	}
 	r, err := s.judge.Evaluate(s.d)
 	if err != nil {
 		return 0, "", fmt.Errorf("simdesk: task %s: %w", s.task.TaskID, err)

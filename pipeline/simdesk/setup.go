@@ -235,17 +235,9 @@ type windowParams struct {
 	ByClass    bool   `json:"by_class"`
 }
 
-// findWindow returns the open app whose id, name or title matches.
+// findWindow returns the app of the window the step names (State.FindWindow).
 func (d *Desktop) findWindow(p windowParams) string {
-	for i := len(d.S.Windows) - 1; i >= 0; i-- {
-		a := appByID(d.S.Windows[i].App)
-		for _, cand := range []string{a.id(), a.name(), a.title(&d.S)} {
-			if (p.Strict && cand == p.WindowName) || (!p.Strict && strings.Contains(strings.ToLower(cand), strings.ToLower(p.WindowName))) {
-				return a.id()
-			}
-		}
-	}
-	return ""
+	return d.S.FindWindow(p.WindowName, p.Strict, p.ByClass)
 }
 
 func parseWindowParams(raw json.RawMessage) (windowParams, error) {
@@ -350,13 +342,61 @@ func init() {
 			}},
 		"create_folder": pathStep("create a folder and its parents: {path}", func(d *Desktop, p string) error { return d.S.FS.Mkdir(p, true) }),
 		"delete":        pathStep("delete a file or folder: {path}", func(d *Desktop, p string) error { return d.S.FS.Remove(p, true) }),
-		"open_file": pathStep("open a file in its app (folders in Files): {path}", func(d *Desktop, p string) error {
-			if _, ok := d.S.FS.Stat(p); !ok {
-				return fmt.Errorf("%s: %w", vfs.Short(p), vfs.ErrNotFound)
-			}
-			d.openPath(p)
-			return nil
-		}),
+		"open_file": {doc: "open a file in its app (folders in Files): {path}",
+			parse: func(raw json.RawMessage) (func(*Desktop) error, []string, error) {
+				apply, paths, err := pathStep("", func(d *Desktop, p string) error {
+					if _, ok := d.S.FS.Stat(p); !ok {
+						return fmt.Errorf("%s: %w", vfs.Short(p), vfs.ErrNotFound)
+					}
+					d.openPath(p)
+					return nil
+				}).parse(raw)
+				if err == nil {
+					err = checkOpenable(paths[0])
+				}
+				if err != nil {
+					return nil, nil, fmt.Errorf("parameters.path: %w", err)
+				}
+				return apply, paths, nil
+			}},
+		"execute_with_verification": {doc: "OSWorld: run a command, then check {verification: {window_exists, command_success}}: {command, shell, verification, max_wait_time, check_interval}",
+			parse: func(raw json.RawMessage) (func(*Desktop) error, []string, error) {
+				var p struct {
+					Command       json.RawMessage `json:"command"`
+					Shell         json.RawMessage `json:"shell"`
+					Verification  json.RawMessage `json:"verification"`
+					MaxWaitTime   float64         `json:"max_wait_time"`
+					CheckInterval float64         `json:"check_interval"`
+				}
+				if err := decodeParams(raw, &p); err != nil {
+					return nil, nil, err
+				}
+				c, err := ParseCommand(p.Command, p.Shell)
+				if err != nil {
+					return nil, nil, fmt.Errorf("parameters.%w", err)
+				}
+				v, err := ParseVerification(p.Verification)
+				if err != nil {
+					return nil, nil, fmt.Errorf("parameters.%w", err)
+				}
+				if err := c.checkPlaceholders(); err != nil {
+					return nil, nil, fmt.Errorf("parameters.command: %w", err)
+				}
+				return func(d *Desktop) error {
+					r := d.Execute(c.withPlaceholders(d))
+					if r.Unsupported != "" {
+						return resultError(r)
+					}
+					ok, err := d.Verify(v)
+					if err != nil {
+						return err
+					}
+					if !ok {
+						return fmt.Errorf("verification_failed: %s", v)
+					}
+					return nil
+				}, nil, nil
+			}},
 		"open_app": {doc: "open an app window: {app} (files, editor, sheet, settings, mail)",
 			parse: func(raw json.RawMessage) (func(*Desktop) error, []string, error) {
 				var p struct {
@@ -484,6 +524,37 @@ func init() {
 	setupKinds["open"] = setupKinds["open_file"]
 }
 
+// osworldOnly are the setup step types of OSWorld's SetupController that
+// need what the simulator does not have, with why.
+var osworldOnly = map[string]string{
+	"download":              "it fetches files from the web, and the simulator has no network; upload them with create_file",
+	"upload_file":           "it uploads a file from the harness machine",
+	"change_wallpaper":      "the simulator has no wallpaper",
+	"tidy_desktop":          "OSWorld does not implement it either",
+	"chrome_open_tabs":      "it drives Google Chrome over its debugging port, and the simulator has no browser",
+	"chrome_close_tabs":     "it drives Google Chrome over its debugging port, and the simulator has no browser",
+	"update_browse_history": "it edits Google Chrome's history database, and the simulator has no browser",
+	"googledrive":           "it signs in to Google Drive",
+	"login":                 "it signs in to web services",
+	"proxy":                 "the simulator has no network",
+	"replay":                "it replays a recorded trajectory",
+	"act":                   "it replays actions",
+}
+
+// noAppFor are file types OSWorld's tasks open that no simulator app
+// reads: opening one is refused instead of showing its bytes as text.
+var noAppFor = []string{".xlsx", ".xls", ".ods", ".docx", ".doc", ".odt", ".pptx", ".ppt", ".odp", ".pdf",
+	".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".xcf", ".raw", ".svg", ".mp4", ".mp3", ".zip", ".gz", ".tar", ".whl"}
+
+// checkOpenable refuses paths of types no simulator app opens.
+func checkOpenable(p string) error {
+	ext := strings.ToLower(path.Ext(p))
+	if slices.Contains(noAppFor, ext) {
+		return unsupported("no simulator app opens %s files (Sheet reads .csv, the editor text)", ext)
+	}
+	return nil
+}
+
 func knownPrograms() string {
 	names := make([]string, 0, len(launchApps))
 	for n := range launchApps {
@@ -580,6 +651,9 @@ func parseSteps(setup string) ([]parsedStep, error) {
 	for i, st := range steps {
 		k, ok := setupKinds[st.Type]
 		if !ok {
+			if why, ok := osworldOnly[st.Type]; ok {
+				return nil, fmt.Errorf("simdesk: setup[%d].type: %q is an OSWorld setup step the simulator cannot run (%s): %w", i, st.Type, why, ErrUnsupported)
+			}
 			return nil, fmt.Errorf("simdesk: setup[%d].type: unknown setup type %q", i, st.Type)
 		}
 		apply, paths, err := k.parse(st.Parameters)
@@ -631,6 +705,79 @@ func (d *Desktop) ApplySetup(setup string) error {
 	}
 	d.invalidate()
 	return nil
+}
+
+// Verification is the check of OSWorld's execute_with_verification:
+// window_exists is a part of a window title (case-insensitive, as in
+// "wmctrl -l"), command_success a shell command that must exit 0.
+type Verification struct {
+	WindowExists   *string `json:"window_exists,omitempty"`
+	CommandSuccess *string `json:"command_success,omitempty"`
+}
+
+// String renders the verification for messages.
+func (v Verification) String() string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// ParseVerification reads a verification block ("" or null: none). Keys
+// other than window_exists and command_success are errors (OSWorld's
+// server ignores them, which would pass a check nobody made), and so is a
+// command_success the simulator's shell cannot run.
+func ParseVerification(raw json.RawMessage) (Verification, error) {
+	var v Verification
+	if err := decodeParams(raw, &v); err != nil {
+		return v, fmt.Errorf("verification: %w", err)
+	}
+	if v.CommandSuccess != nil {
+		if err := CheckShell(*v.CommandSuccess); err != nil {
+			return v, fmt.Errorf("verification.command_success: %w", err)
+		}
+	}
+	return v, nil
+}
+
+// Empty reports whether there is nothing to verify.
+func (v Verification) Empty() bool { return v.WindowExists == nil && v.CommandSuccess == nil }
+
+// Verify checks a verification on the current state. The simulator acts
+// at once, so one check decides (OSWorld polls up to max_wait_time).
+func (d *Desktop) Verify(v Verification) (bool, error) {
+	if v.WindowExists != nil {
+		found := false
+		for _, w := range d.S.WindowList() {
+			if strings.Contains(strings.ToLower(w.Title), strings.ToLower(*v.WindowExists)) {
+				found = true
+			}
+		}
+		if !found {
+			return false, nil
+		}
+	}
+	if v.CommandSuccess != nil {
+		r := d.RunShell(*v.CommandSuccess)
+		if r.Unsupported != "" {
+			return false, fmt.Errorf("verification.command_success: %s", r.Unsupported)
+		}
+		if r.ReturnCode != 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// ApplyPostconfig runs an evaluator's postconfig steps (OSWorld runs them
+// after the episode, before judging): they run even when the agent has
+// answered done or fail, which the desktop otherwise refuses input after.
+func (d *Desktop) ApplyPostconfig(steps string) error {
+	if steps == "" {
+		return nil
+	}
+	term := d.S.Terminal
+	d.S.Terminal = ""
+	defer func() { d.S.Terminal = term }()
+	return d.ApplySetup(steps)
 }
 
 // BuildSetup writes setup steps as JSON; params are marshalled as given.

@@ -22,6 +22,9 @@ func CheckTask(t schemas.Task) error {
 	if err != nil {
 		return fmt.Errorf("simdesk: task %s: %w", t.TaskID, err)
 	}
+	if err := CheckSetup(j.Postconfig); err != nil {
+		return fmt.Errorf("simdesk: task %s: judge: postconfig: %w", t.TaskID, err)
+	}
 	if j.Infeasible() == t.Feasible && t.Judge != "" {
 		return fmt.Errorf("simdesk: task %s: feasible is %v but the judge is %s", t.TaskID, t.Feasible, map[bool]string{true: "infeasible", false: "not infeasible"}[j.Infeasible()])
 	}

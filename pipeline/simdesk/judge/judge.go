@@ -68,7 +68,11 @@ type Criterion struct {
 type Judge struct {
 	Criteria []Criterion
 	Conj     string // "and" or "or"
-	spec     string
+	// Postconfig is OSWorld's evaluator.postconfig: setup steps (a JSON
+	// list) the environment runs on the final state before judging it,
+	// such as saving the document; "" when there are none.
+	Postconfig string
+	spec       string
 }
 
 // Infeasible reports whether the judge scores a reported failure (the
@@ -101,6 +105,8 @@ type rawSpec struct {
 	Expected json.RawMessage `json:"expected"`
 	Options  json.RawMessage `json:"options"`
 	Conj     string          `json:"conj"`
+	// Postconfig is run by the environment, not the judge.
+	Postconfig json.RawMessage `json:"postconfig"`
 }
 
 func specErr(field, format string, args ...any) error {
@@ -181,6 +187,19 @@ func Compile(spec string) (*Judge, error) {
 		return nil, specErr("func", "infeasible cannot be combined with other metrics")
 	}
 	j.spec = Build(j.Conj, j.Criteria...)
+	if pc := bytes.TrimSpace(raw.Postconfig); len(pc) > 0 && string(pc) != "null" && string(pc) != "[]" {
+		var steps []map[string]json.RawMessage
+		if err := json.Unmarshal(pc, &steps); err != nil {
+			return nil, specErr("postconfig", "want a list of setup steps {type, parameters}: %v", err)
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, pc); err != nil {
+			return nil, specErr("postconfig", "%v", err)
+		}
+		j.Postconfig = buf.String()
+		// The canonical spec keeps it, after the criteria.
+		j.spec = j.spec[:len(j.spec)-1] + `,"postconfig":` + j.Postconfig + "}"
+	}
 	return j, nil
 }
 

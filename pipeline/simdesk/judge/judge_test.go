@@ -148,7 +148,7 @@ func TestCompileErrorsNameTheField(t *testing.T) {
 		{`{"func":["is_true"],"result":[{"type":"file_exists","path":"~/a"},{"type":"file_exists","path":"~/a"}]}`, `result: has 2 items for 1 funcs`},
 		{`{"func":"is_true","result":{"type":"file_exists","path":"~/a"},"conj":"xor"}`, `conj`},
 		{`{"func":"is_true","result":{"type":"file_exists","path":"~/a"},"options":{"fuzz":1}}`, `options`},
-		{`{"func":"is_true","result":{"type":"file_exists","path":"~/a"},"postconfig":[]}`, `postconfig`},
+		{`{"func":"is_true","result":{"type":"file_exists","path":"~/a"},"postconfig":5}`, `postconfig`},
 		{`{"result":{"type":"file_exists","path":"~/a"}}`, `func: required`},
 		{`not json`, `invalid judge spec`},
 		{`{"func":"infeasible","result":{"type":"file_exists","path":"~/a"}}`, `takes no result`},
@@ -158,6 +158,24 @@ func TestCompileErrorsNameTheField(t *testing.T) {
 		if err == nil || !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Check(%s) = %v, want an ErrSpec containing %q", c.spec, err, c.want)
 		}
+	}
+}
+
+// TestPostconfig: OSWorld's evaluator.postconfig compiles; the judge keeps
+// the steps for the environment to run before judging.
+func TestPostconfig(t *testing.T) {
+	j, err := Compile(`{"func":"is_true","result":{"type":"file_exists","path":"~/a"},"postconfig":[{"type":"sleep","parameters":{"seconds":0.5}}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Postconfig != `[{"type":"sleep","parameters":{"seconds":0.5}}]` || !strings.HasSuffix(j.Spec(), `"postconfig":`+j.Postconfig+"}") {
+		t.Fatalf("postconfig %q, spec %s", j.Postconfig, j.Spec())
+	}
+	if again, err := Compile(j.Spec()); err != nil || again.Spec() != j.Spec() {
+		t.Fatalf("spec does not round-trip: %v", err)
+	}
+	if j, _ := Compile(`{"func":"is_true","result":{"type":"file_exists","path":"~/a"},"postconfig":[]}`); j.Postconfig != "" {
+		t.Fatalf("empty postconfig kept: %q", j.Postconfig)
 	}
 }
 

@@ -119,7 +119,7 @@ func TestEndpoints(t *testing.T) {
 	if code, _ := call(t, ts, "POST", "/setup/activate_window", "application/json", `{"window_name": "Text Editor"}`); code != 200 || d.S.Focused() != "editor" {
 		t.Fatalf("activate %d", code)
 	}
-	if code, _ := call(t, ts, "POST", "/setup/close_window", "application/json", `{"window_name": "Files"}`); code != 200 || len(d.S.Windows) != 1 {
+	if code, _ := call(t, ts, "POST", "/setup/close_window", "application/json", `{"window_name": "org.gnome.Nautilus", "by_class": true}`); code != 200 || len(d.S.Windows) != 1 {
 		t.Fatalf("close %d %v", code, d.S.OpenApps())
 	}
 	if code, _ := call(t, ts, "POST", "/setup/activate_window", "application/json", `{"window_name": "Browser"}`); code != 404 {
