@@ -16,12 +16,16 @@ func init() {
 	index := &cli.StringFlag{Name: "index", Usage: "osworld-tasks: import only the tasks this index file (domain -> ids; looked up in DIR first) names"}
 	quarantine := &cli.BoolFlag{Name: "quarantine", Usage: "commit the good records and keep each bad one, raw, with its reason, in the rejects table (default: a bad record fails the import and nothing is committed)"}
 	in := &cli.StringFlag{Name: "in", Usage: "snapshot to import on top of (default main); pin it when sharding"}
+	maxFile := &cli.Int64Flag{Name: "max-file-bytes", Value: importer.DefaultMaxFileBytes,
+		Usage: "refuse (as a bad record) any screenshot, log or task file larger than this; FIFOs, devices and folders are always refused"}
 	register(&cli.Command{
 		Name:  "import",
 		Usage: "bring OSWorld tasks, OSWorld run folders or JSONL rollout logs into the lake",
 		Description: `Each import commits one snapshot (stage "import"). Records already in the lake (tasks by
 task_id, trajectories by trajectory_id, blobs by hash) are reported as present and not added
-again. Every bad record is reported with its file, line and field.
+again; one whose key is taken with other content is a bad record naming both sources. Every
+bad record is reported with its file, line and field. Files an input names (screenshots, logs)
+must be regular files under --max-file-bytes (docs/import-jsonl.md).
 
 Example:
    cualake import osworld-tasks ../shared/data/osworld
@@ -41,7 +45,7 @@ file holds is present for it as in an unsharded import. Give every shard the sam
 				Description: `Reads OSWorld's evaluation_examples layout; the domain is the folder name. The original
 JSON of each task is kept byte-exact in the raw column.
 Example: cualake import osworld-tasks --index test_small.json ../shared/data/osworld`,
-				Flags:  []cli.Flag{lakeFlag, jsonFlag, shardFlag, in, quarantine, index},
+				Flags:  []cli.Flag{lakeFlag, jsonFlag, shardFlag, in, quarantine, index, maxFile},
 				Action: importAction(importer.KindOSWorldTasks),
 			},
 			{
@@ -49,14 +53,14 @@ Example: cualake import osworld-tasks --index test_small.json ../shared/data/osw
 				Description: `Reads <action_space>/<observation_type>/<model>/<domain>/<example_id>/ folders into
 trajectories, steps and blobs (screenshots, stored once by hash; cualake blob get HASH shows one).
 Example: cualake import osworld-results ./results`,
-				Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag, in, quarantine, index,
+				Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag, in, quarantine, index, maxFile,
 					&cli.IntFlag{Name: "workers", Usage: "episodes read in parallel (0: one per CPU)"}},
 				Action: importAction(importer.KindOSWorldResults),
 			},
 			{
 				Name: "jsonl", Usage: "import generic rollout logs, one trajectory per line (docs/import-jsonl.md)", ArgsUsage: "FILE...",
 				Description: "Example: cualake import jsonl --quarantine rollouts.jsonl",
-				Flags:       []cli.Flag{lakeFlag, jsonFlag, shardFlag, in, quarantine, index},
+				Flags:       []cli.Flag{lakeFlag, jsonFlag, shardFlag, in, quarantine, index, maxFile},
 				Action:      importAction(importer.KindJSONL),
 			},
 		},
@@ -93,6 +97,7 @@ func importAction(kind string) cli.ActionFunc {
 		}
 		opts := importer.Options{Kind: kind, Paths: c.Args().Slice(), Index: c.String("index"), Quarantine: c.Bool("quarantine"),
 			Workers: c.Int("workers"), In: c.String("in"), Shard: spec,
+			MaxFileBytes: c.Int64("max-file-bytes"),
 			Progress: func(done, total int) {
 				if bar == nil {
 					bar = progress.New(c.App.ErrWriter, "import "+kind+" ("+unit+")", total, c.Bool("json"))

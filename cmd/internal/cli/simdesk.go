@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -113,7 +112,7 @@ func runSimdeskServe(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: server.New(d), ReadHeaderTimeout: 10 * time.Second}
+	srv := server.NewHTTPServer(d)
 	fmt.Fprintf(c.App.ErrWriter, "simdesk serving OSWorld's desktop API on http://%s\n", ln.Addr())
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)

@@ -9,6 +9,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cualake/cualake/pipeline/simdesk"
 	"github.com/cualake/cualake/pipeline/simdesk/judge"
@@ -25,6 +27,26 @@ import (
 
 // maxBody bounds request bodies (uploads included).
 const maxBody = 8 << 20
+
+// Timeouts of the server NewHTTPServer returns. A client gets ReadTimeout
+// to send a request, body included (8 MiB over a slow link), and the
+// server WriteTimeout from the end of the headers to the end of its reply,
+// waiting for the state lock included; idle keep-alive connections are
+// closed after IdleTimeout.
+const (
+	ReadHeaderTimeout = 10 * time.Second
+	ReadTimeout       = 60 * time.Second
+	WriteTimeout      = 60 * time.Second
+	IdleTimeout       = 120 * time.Second
+)
+
+// NewHTTPServer returns the HTTP server of `cualake simdesk serve`: New(d)
+// behind the timeouts above, so that no client, however slow, holds a
+// connection forever.
+func NewHTTPServer(d *simdesk.Desktop) *http.Server {
+	return &http.Server{Handler: New(d), ReadHeaderTimeout: ReadHeaderTimeout, ReadTimeout: ReadTimeout,
+		WriteTimeout: WriteTimeout, IdleTimeout: IdleTimeout}
+}
 
 // Server serves one simulated desktop. Requests are serialised: the
 // simulator is a single-threaded state machine.
@@ -79,9 +101,22 @@ func New(d *simdesk.Desktop) *Server {
 	return s
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler. The body is read whole, up to
+// maxBody, before the state lock is taken: a client that sends half a body
+// and stalls then holds only its own connection, not every other client.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"status": "error",
+				"message": fmt.Sprintf("request body larger than %d bytes", maxBody)})
+			return
+		}
+		writeJSON(w, http.StatusBadRequest, map[string]string{"status": "error", "message": "read body: " + err.Error()})
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mux.ServeHTTP(w, r)
