@@ -131,6 +131,10 @@ func TestJSONLScreenshotSizeCap(t *testing.T) {
 	f = writeJSONL(t, dir, "big.jsonl", shotLine("t", "big.png"))
 	rep, err = runGuarded(t, newLake(t), Options{Kind: KindJSONL, Paths: []string{f}})
 	wantReject(t, rep, err, f, 1, "steps[0].screenshot", "big.png", "67108864")
+
+	if _, err := Run(context.Background(), newLake(t), Options{Kind: KindJSONL, Paths: []string{f}, MaxFileBytes: -1}); err == nil || !strings.Contains(err.Error(), "--max-file-bytes") {
+		t.Fatalf("a negative cap: %v", err)
+	}
 }
 
 func TestJSONLCorruptPNG(t *testing.T) {

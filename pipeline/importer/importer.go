@@ -141,6 +141,9 @@ func Run(ctx context.Context, l *lake.Lake, opts Options) (*Report, error) {
 	if opts.Index != "" && opts.Kind != KindOSWorldTasks {
 		return nil, fmt.Errorf("import %s: --index applies to osworld-tasks only", opts.Kind)
 	}
+	if opts.MaxFileBytes < 0 {
+		return nil, fmt.Errorf("import %s: --max-file-bytes is %d, want a positive size (0: the default, %d)", opts.Kind, opts.MaxFileBytes, DefaultMaxFileBytes)
+	}
 	if opts.ChunkRows <= 0 {
 		opts.ChunkRows = DefaultChunkRows
 	}

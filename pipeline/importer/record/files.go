@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"strings"
 	"syscall"
@@ -78,6 +79,7 @@ func ReadRegular(path string, max int64) ([]byte, error) {
 	if max <= 0 {
 		max = DefaultMaxFileBytes
 	}
+	max = min(max, math.MaxInt64-1) // the read takes max+1 bytes
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
