@@ -56,9 +56,12 @@ func TestWriteFileRefusesTheLakesOwnFiles(t *testing.T) {
 			data = p
 		}
 	}
+	if _, ok := before[filepath.Join(dir, "snapshots", m.ID+".json")]; !ok || data == "" {
+		t.Fatalf("fixture lake lacks its manifest or data file: %v", before)
+	}
 	for _, p := range []string{
 		filepath.Join(dir, "refs", "heads", "main"),
-		filepath.Join(dir, "manifests", m.ID+".json"),
+		filepath.Join(dir, "snapshots", m.ID+".json"),
 		filepath.Join(dir, "lake.json"),
 		data,
 		filepath.Join(dir, "new.csv"),
