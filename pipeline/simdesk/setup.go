@@ -235,11 +235,6 @@ type windowParams struct {
 	ByClass    bool   `json:"by_class"`
 }
 
-// findWindow returns the app of the window the step names (State.FindWindow).
-func (d *Desktop) findWindow(p windowParams) string {
-	return d.S.FindWindow(p.WindowName, p.Strict, p.ByClass)
-}
-
 func parseWindowParams(raw json.RawMessage) (windowParams, error) {
 	var p windowParams
 	if err := decodeParams(raw, &p); err != nil {
@@ -420,8 +415,7 @@ func init() {
 					return nil, nil, err
 				}
 				return func(d *Desktop) error {
-					if id := d.findWindow(p); id != "" {
-						d.raise(id)
+					if d.ActivateWindow(p.WindowName, p.Strict, p.ByClass) {
 						return nil
 					}
 					return fmt.Errorf("no window %q", p.WindowName)
@@ -434,9 +428,7 @@ func init() {
 					return nil, nil, err
 				}
 				return func(d *Desktop) error {
-					if id := d.findWindow(p); id != "" {
-						d.forceClose(id)
-						appByID(id).reset(d)
+					if d.CloseWindowNamed(p.WindowName, p.Strict, p.ByClass) {
 						return nil
 					}
 					return fmt.Errorf("no window %q", p.WindowName)

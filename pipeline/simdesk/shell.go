@@ -112,7 +112,7 @@ func (d *Desktop) RunCommand(argv []string) CommandResult {
 		}
 		words[i] = shWord{{text: a, quoted: true}}
 	}
-	return d.runScript(shScript{{pipes: []shPipe{{{words: words}}}}}, false)
+	return d.runScript(shScript{{pipes: []shPipe{{{words: words}}}}}, false, vfs.Home)
 }
 
 // RunShell runs a command line through the simulator's shell, as bash -c
@@ -127,8 +127,16 @@ func (d *Desktop) RunCommand(argv []string) CommandResult {
 // simulated file system; the user may write under the home folder and
 // /tmp only, as a user without root on a VM. A line using anything else
 // is refused before anything runs (Unsupported).
-func (d *Desktop) RunShell(line string) CommandResult {
+func (d *Desktop) RunShell(line string) CommandResult { return d.RunShellIn(vfs.Home, line) }
+
+// RunShellIn is RunShell starting in folder dir (OSWorld's
+// /run_bash_script working_dir); a dir that is not a folder fails.
+func (d *Desktop) RunShellIn(dir, line string) CommandResult {
 	d.invalidate()
+	cwd, err := vfs.Clean(dir)
+	if err != nil || !d.S.FS.IsDir(cwd) {
+		return CommandResult{Error: fmt.Sprintf("bash: cd: %s: No such file or directory\n", dir), ReturnCode: 1}
+	}
 	script, err := parseShell(line)
 	if err != nil {
 		if errors.Is(err, ErrUnsupported) {
@@ -136,7 +144,7 @@ func (d *Desktop) RunShell(line string) CommandResult {
 		}
 		return CommandResult{Error: "bash: " + err.Error() + "\n", ReturnCode: 2}
 	}
-	return d.runScript(script, true)
+	return d.runScript(script, true, cwd)
 }
 
 // CheckShell checks a command line statically, as RunShell does before
@@ -162,7 +170,7 @@ func CheckArgv(argv []string) error {
 	return checkScript(shScript{{pipes: []shPipe{{{words: words}}}}}, 0)
 }
 
-func (d *Desktop) runScript(script shScript, shell bool) CommandResult {
+func (d *Desktop) runScript(script shScript, shell bool, cwd string) CommandResult {
 	if err := checkScript(script, 0); err != nil {
 		msg := err.Error()
 		if !shell {
@@ -176,7 +184,7 @@ func (d *Desktop) runScript(script shScript, shell bool) CommandResult {
 	if runsFiles(script) {
 		saved, _ = d.MarshalState()
 	}
-	r := &shRun{d: d, cwd: vfs.Home, vars: map[string]string{"HOME": vfs.Home, "USER": "user", "LOGNAME": "user",
+	r := &shRun{d: d, cwd: cwd, vars: map[string]string{"HOME": vfs.Home, "USER": "user", "LOGNAME": "user",
 		"SHELL": "/bin/bash", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}}
 	code, err := r.script(script, "")
 	if err != nil {
@@ -1296,6 +1304,9 @@ func runLs(r *shRun, args []string, _ string) int {
 			}
 		}
 		sort.Strings(names)
+		if set['a'] {
+			names = append([]string{".", ".."}, names...)
+		}
 		if header {
 			r.stdout.WriteString(label + ":\n")
 		}

@@ -48,3 +48,29 @@ func (s *State) FindWindow(name string, strict, byClass bool) string {
 	}
 	return ""
 }
+
+// ActivateWindow raises the window FindWindow picks; false when none
+// matches.
+func (d *Desktop) ActivateWindow(name string, strict, byClass bool) bool {
+	id := d.S.FindWindow(name, strict, byClass)
+	if id == "" {
+		return false
+	}
+	d.raise(id)
+	d.invalidate()
+	return true
+}
+
+// CloseWindowNamed closes the window FindWindow picks, dropping unsaved
+// changes as wmctrl -c does to a program that does not ask; false when
+// none matches.
+func (d *Desktop) CloseWindowNamed(name string, strict, byClass bool) bool {
+	id := d.S.FindWindow(name, strict, byClass)
+	if id == "" {
+		return false
+	}
+	d.forceClose(id)
+	appByID(id).reset(d)
+	d.invalidate()
+	return true
+}

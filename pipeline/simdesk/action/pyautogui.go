@@ -275,6 +275,9 @@ func (t *translator) call(c pyCall) error {
 		if err != nil {
 			return err
 		}
+		if p == nil && name == "moveTo" && len(c.args)+len(c.kwargs) == 0 && t.pos != nil {
+			p = t.pos // moveTo() stays where the mouse is
+		}
 		if p == nil {
 			return fmt.Errorf("needs coordinates")
 		}

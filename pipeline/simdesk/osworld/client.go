@@ -198,8 +198,17 @@ func (e *Env) Reset(task schemas.Task, seed int64) (simdesk.Obs, error) {
 	if err != nil {
 		return simdesk.Obs{}, fmt.Errorf("osworld: task %s: %w", task.TaskID, err)
 	}
-	if err := simdesk.CheckSetup(task.Setup); err != nil {
+	// A simulator checks the whole setup as it would run it; a VM runs
+	// commands the simulator lacks, so only the step types are checked.
+	check := simdesk.CheckSetup
+	if !e.sim {
+		check = CheckVMSetup
+	}
+	if err := check(task.Setup); err != nil {
 		return simdesk.Obs{}, fmt.Errorf("osworld: task %s: %w", task.TaskID, err)
+	}
+	if err := check(j.Postconfig); err != nil {
+		return simdesk.Obs{}, fmt.Errorf("osworld: task %s: postconfig: %w", task.TaskID, err)
 	}
 	switch {
 	case e.sim:
@@ -274,7 +283,13 @@ func (e *Env) observe() (simdesk.Obs, error) {
 		var at struct {
 			AT string `json:"AT"`
 		}
-		if _, err := e.getJSON("/accessibility", &at); err != nil {
+		// A simulator serves its JSON tree too (grid centers, widget ids),
+		// which the embedded simulator's policies read; a VM serves XML.
+		p := "/accessibility"
+		if e.sim {
+			p += "?format=json"
+		}
+		if _, err := e.getJSON(p, &at); err != nil {
 			return o, err
 		}
 		o.Tree = []byte(at.AT)
@@ -296,6 +311,18 @@ func (e *Env) Evaluate() (float64, string, error) {
 			return 0, "", err
 		}
 		return r.Score, r.Result.JSON(), nil
+	}
+	// OSWorld runs the evaluator's postconfig before judging.
+	if e.judge.Postconfig != "" {
+		steps, err := simdesk.ParseSetup(e.judge.Postconfig)
+		if err != nil {
+			return 0, "", fmt.Errorf("osworld: task %s: postconfig: %w", e.task.TaskID, err)
+		}
+		for i, st := range steps {
+			if err := e.setupStep(st); err != nil {
+				return 0, "", fmt.Errorf("osworld: task %s: postconfig[%d] (%s): %w", e.task.TaskID, i, st.Type, err)
+			}
+		}
 	}
 	res, err := e.judge.Evaluate(&httpSource{e})
 	if err != nil {

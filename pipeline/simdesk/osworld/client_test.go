@@ -165,3 +165,43 @@ func TestClientRejectsBadURL(t *testing.T) {
 		t.Fatal("want an error")
 	}
 }
+
+// TestClientDownloadsAndPostconfigOnVM: on a VM the client fetches
+// download steps' files itself and uploads them, as OSWorld's
+// SetupController does, and runs the evaluator's postconfig before judging.
+func TestClientDownloadsAndPostconfigOnVM(t *testing.T) {
+	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/report.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte("draft"))
+	}))
+	defer files.Close()
+	d, _ := simdesk.New(simdesk.DefaultWidth, simdesk.DefaultHeight, 2)
+	ts := httptest.NewServer(hideSimdesk{server.New(d)})
+	defer ts.Close()
+	env, err := New(context.Background(), Options{BaseURL: ts.URL, NoScreenshot: true, NoTree: true, Sleep: func(time.Duration) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := schemas.Task{TaskID: "dl", Feasible: true,
+		Setup: `[{"type":"download","parameters":{"files":[{"url":"` + files.URL + `/report.txt","path":"/home/user/Desktop/report.txt"}]}}]`,
+		Judge: `{"func":"exact_match","result":{"type":"vm_file","path":"/home/user/Desktop/final.txt","dest":"final.txt"},"expected":{"type":"rule","rules":{"expected":"draft"}},` +
+			`"postconfig":[{"type":"execute","parameters":{"command":"cp ~/Desktop/report.txt ~/Desktop/final.txt","shell":true}}]}`}
+	if _, err := env.Reset(task, 2); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := d.S.FS.Read("/home/user/Desktop/report.txt"); s != "draft" {
+		t.Fatalf("downloaded file holds %q", s)
+	}
+	score, detail, err := env.Evaluate()
+	if err != nil || score != 1 {
+		t.Fatalf("score %v %s %v", score, detail, err)
+	}
+	bad := task
+	bad.Setup = `[{"type":"download","parameters":{"files":[{"url":"` + files.URL + `/missing","path":"/home/user/x"}]}}]`
+	if _, err := env.Reset(bad, 2); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("a failed download: %v", err)
+	}
+}

@@ -67,8 +67,8 @@ func New(d *simdesk.Desktop) *Server {
 		{"GET /accessibility", s.accessibility},
 		{"POST /execute", s.execute},
 		{"POST /setup/execute", s.execute},
-		{"POST /execute_with_verification", s.execute},
-		{"POST /setup/execute_with_verification", s.execute},
+		{"POST /execute_with_verification", s.executeVerified},
+		{"POST /setup/execute_with_verification", s.executeVerified},
 		{"POST /run_python", s.runPython},
 		{"POST /run_bash_script", s.runBash},
 		{"POST /setup/launch", s.launch},
@@ -76,7 +76,7 @@ func New(d *simdesk.Desktop) *Server {
 		{"POST /setup/activate_window", s.windowOp(true)},
 		{"POST /setup/close_window", s.windowOp(false)},
 		{"POST /setup/upload", s.upload},
-		{"POST /setup/download_file", unsupported("downloads are not supported: the simulator has no network")},
+		{"POST /setup/download_file", unsupported("downloads are not supported: the simulator has no network; send the file's bytes with /setup/upload")},
 		{"POST /setup/change_wallpaper", unsupported("the simulator has no wallpaper")},
 		{"POST /start_recording", unsupported("recording is not supported")},
 		{"POST /end_recording", unsupported("recording is not supported")},
@@ -165,57 +165,106 @@ func (s *Server) screenshot(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(b)
 }
 
-func (s *Server) accessibility(w http.ResponseWriter, _ *http.Request) {
-	// OSWorld clients read AT as text (XML on VMs); here it is the JSON tree.
-	writeJSON(w, http.StatusOK, map[string]string{"AT": string(s.d.Tree())})
+// accessibility answers {"AT": tree}: OSWorld's XML form, or with
+// ?format=json the simulator's JSON tree (with grid centers and widget
+// ids).
+func (s *Server) accessibility(w http.ResponseWriter, r *http.Request) {
+	switch f := r.URL.Query().Get("format"); f {
+	case "json":
+		writeJSON(w, http.StatusOK, map[string]string{"AT": string(s.d.Tree())})
+	case "", "xml":
+		writeJSON(w, http.StatusOK, map[string]string{"AT": string(s.d.TreeXML())})
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]string{"status": "error", "message": fmt.Sprintf("format %q: want xml (the default) or json", f)})
+	}
 }
 
-// commandBody is the payload of /execute and /setup/launch.
+// commandBody is the payload of /execute, /execute_with_verification and
+// /setup/launch.
 type commandBody struct {
-	Command json.RawMessage `json:"command"`
-	Shell   bool            `json:"shell"`
+	Command       json.RawMessage `json:"command"`
+	Shell         json.RawMessage `json:"shell"`
+	Verification  json.RawMessage `json:"verification"`
+	MaxWaitTime   json.RawMessage `json:"max_wait_time"`
+	CheckInterval json.RawMessage `json:"check_interval"`
 }
 
-func (c commandBody) argv() ([]string, error) {
-	if len(c.Command) == 0 || string(c.Command) == "null" {
-		return nil, errors.New("command is required")
-	}
-	var list []string
-	if err := json.Unmarshal(c.Command, &list); err == nil {
-		if len(list) == 0 {
-			return nil, errors.New("command is empty")
-		}
-		// ["bash", "-c", "..."] runs its script through the same shell.
-		if len(list) == 3 && (list[0] == "bash" || list[0] == "sh") && list[1] == "-c" {
-			return simdesk.SplitCommand(list[2])
-		}
-		return list, nil
-	}
-	var str string
-	if err := json.Unmarshal(c.Command, &str); err != nil {
-		return nil, errors.New("command must be a string or a list of strings")
-	}
-	return simdesk.SplitCommand(str)
-}
-
-func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
+// readCommand decodes a command body; errors are answered as OSWorld's
+// server answers an exception: 500 {"status": "error", "message"}.
+func readCommand(w http.ResponseWriter, r *http.Request) (commandBody, simdesk.Command, bool) {
 	var body commandBody
 	if err := decode(r, &body); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"status": "error", "message": err.Error()})
-		return
+		return body, simdesk.Command{}, false
 	}
-	argv, err := body.argv()
+	c, err := simdesk.ParseCommand(body.Command, body.Shell)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"status": "error", "message": err.Error()})
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"status": "error", "message": err.Error()})
+		return body, c, false
+	}
+	return body, c, true
+}
+
+func execReply(res simdesk.CommandResult) map[string]any {
+	return map[string]any{"status": "success", "output": res.Output, "error": res.Error, "returncode": res.ReturnCode}
+}
+
+func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
+	_, c, ok := readCommand(w, r)
+	if !ok {
 		return
 	}
-	res := s.d.RunCommand(argv)
+	res := s.d.Execute(c)
 	if res.Unsupported != "" {
 		// OSWorld's server answers a command it could not run with 500.
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"status": "error", "message": res.Unsupported})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "success", "output": res.Output, "error": res.Error, "returncode": res.ReturnCode})
+	writeJSON(w, http.StatusOK, execReply(res))
+}
+
+// executeVerified runs a command and checks its verification block as
+// OSWorld's execute_with_verification does; the simulator acts at once,
+// so one check decides and wait_time is 0 on success.
+func (s *Server) executeVerified(w http.ResponseWriter, r *http.Request) {
+	body, c, ok := readCommand(w, r)
+	if !ok {
+		return
+	}
+	v, err := simdesk.ParseVerification(body.Verification)
+	if err == nil {
+		err = c.Check()
+	}
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"status": "error", "message": err.Error()})
+		return
+	}
+	res := s.d.Execute(c)
+	if res.Unsupported != "" {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"status": "error", "message": res.Unsupported})
+		return
+	}
+	reply := execReply(res)
+	if v.Empty() {
+		writeJSON(w, http.StatusOK, reply)
+		return
+	}
+	passed, err := s.d.Verify(v)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"status": "error", "message": err.Error()})
+		return
+	}
+	if passed {
+		reply["verification"], reply["wait_time"] = "passed", 0
+		writeJSON(w, http.StatusOK, reply)
+		return
+	}
+	wait := any(10)
+	if len(body.MaxWaitTime) > 0 && string(body.MaxWaitTime) != "null" {
+		wait = body.MaxWaitTime
+	}
+	reply["status"], reply["verification"], reply["wait_time"] = "verification_failed", "failed", wait
+	writeJSON(w, http.StatusInternalServerError, reply)
 }
 
 func (s *Server) runPython(w http.ResponseWriter, r *http.Request) {
@@ -228,65 +277,67 @@ func (s *Server) runPython(w http.ResponseWriter, r *http.Request) {
 	}
 	res := s.d.RunCommand([]string{"python", "-c", body.Code})
 	status := "success"
+	msg := res.Output
+	if res.Error != "" {
+		if msg != "" {
+			msg += "\n"
+		}
+		msg += res.Error
+	}
 	if res.ReturnCode != 0 {
 		status = "error"
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": status, "message": res.Output + res.Error, "need_more": false,
+	writeJSON(w, http.StatusOK, map[string]any{"status": status, "message": msg, "need_more": false,
 		"output": res.Output, "error": res.Error, "return_code": res.ReturnCode})
 }
 
+// runBash runs a script as OSWorld's /run_bash_script does (bash on a
+// file, standard error merged into the output).
 func (s *Server) runBash(w http.ResponseWriter, r *http.Request) {
 	var body struct {
-		Script     string  `json:"script"`
-		Timeout    float64 `json:"timeout"`
-		WorkingDir string  `json:"working_dir"`
+		Script     string          `json:"script"`
+		Timeout    json.RawMessage `json:"timeout"`
+		WorkingDir string          `json:"working_dir"`
 	}
 	if err := decode(r, &body); err != nil || body.Script == "" {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"status": "error", "output": "Script not supplied!", "error": "", "returncode": -1})
 		return
 	}
-	var out strings.Builder
-	code := 0
-	for _, line := range strings.Split(body.Script, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		argv, err := simdesk.SplitCommand(line)
-		if err != nil {
-			out.WriteString(err.Error() + "\n")
-			code = 2
-			break
-		}
-		res := s.d.RunCommand(argv)
-		out.WriteString(res.Output + res.Error)
-		if code = res.ReturnCode; code != 0 {
-			break
-		}
+	dir := body.WorkingDir
+	if dir == "" {
+		dir = "~"
+	}
+	res := s.d.RunShellIn(dir, body.Script)
+	if res.Unsupported != "" {
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"status": "error", "output": "", "error": res.Unsupported, "returncode": -1})
+		return
 	}
 	status := "success"
-	if code != 0 {
+	if res.ReturnCode != 0 {
 		status = "error"
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": status, "output": out.String(), "error": "", "returncode": code})
+	writeJSON(w, http.StatusOK, map[string]any{"status": status, "output": res.Output + res.Error, "error": "", "returncode": res.ReturnCode})
 }
 
 func (s *Server) launch(w http.ResponseWriter, r *http.Request) {
-	var body commandBody
-	if err := decode(r, &body); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"status": "error", "message": err.Error()})
+	_, c, ok := readCommand(w, r)
+	if !ok {
 		return
 	}
-	argv, err := body.argv()
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"status": "error", "message": err.Error()})
+	if err := simdesk.CheckLaunch(c); err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"status": "error", "message": err.Error()})
 		return
 	}
-	if res := s.d.RunCommand(argv); res.ReturnCode != 0 {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"status": "error", "message": res.Error})
+	res := s.d.Execute(c)
+	if res.Unsupported != "" || res.ReturnCode != 0 {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"status": "error", "message": strings.TrimSpace(res.Unsupported + res.Error)})
 		return
 	}
-	writeText(w, http.StatusOK, strings.Join(argv, " ")+" launched successfully")
+	what := c.Line
+	if !c.Shell {
+		what = strings.Join(c.Argv, " ")
+	}
+	writeText(w, http.StatusOK, what+" launched successfully")
 }
 
 func (s *Server) openFile(w http.ResponseWriter, r *http.Request) {
@@ -298,29 +349,70 @@ func (s *Server) openFile(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusBadRequest, "Path not supplied!")
 		return
 	}
-	if err := s.d.ApplySetup(simdesk.BuildSetup(simdesk.Step("open_file", map[string]string{"path": body.Path}))); err != nil {
-		writeText(w, http.StatusNotFound, "Application/file not found: "+body.Path)
+	p, err := vfs.Clean(body.Path)
+	if err != nil {
+		writeText(w, http.StatusNotFound, "File not found: "+body.Path)
+		return
+	}
+	if _, ok := s.d.S.FS.Stat(p); !ok {
+		writeText(w, http.StatusNotFound, "File not found: "+p)
+		return
+	}
+	if err := s.d.ApplySetup(simdesk.BuildSetup(simdesk.Step("open_file", map[string]string{"path": p}))); err != nil {
+		writeText(w, http.StatusInternalServerError, fmt.Sprintf("Failed to open %s. Error: %v", body.Path, err))
 		return
 	}
 	writeText(w, http.StatusOK, "File opened and window activated successfully")
 }
 
+// truth reads a JSON value with Python's truth, as OSWorld's server reads
+// strict and by_class.
+func truth(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case float64:
+		return x != 0
+	case string:
+		return x != ""
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	}
+	return true
+}
+
 func (s *Server) windowOp(activate bool) func(http.ResponseWriter, *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var body map[string]any
-		if err := decode(r, &body); err != nil || body["window_name"] == nil {
+		if err := decode(r, &body); err != nil {
 			writeText(w, http.StatusBadRequest, "window_name required")
 			return
 		}
-		typ, done := "close_window", "Window closed successfully."
-		if activate {
-			typ, done = "activate_window", "Window activated successfully"
-		}
-		if err := s.d.ApplySetup(simdesk.BuildSetup(simdesk.Step(typ, body))); err != nil {
-			writeText(w, http.StatusNotFound, fmt.Sprintf("Window %v not found", body["window_name"]))
+		name, _ := body["window_name"].(string)
+		if name == "" {
+			writeText(w, http.StatusBadRequest, "window_name required")
 			return
 		}
-		writeText(w, http.StatusOK, done)
+		strict, byClass := truth(body["strict"]), truth(body["by_class"])
+		// OSWorld's Linux server answers 200 whatever wmctrl did; a window
+		// that is not there is a 404 here, as on its Windows server.
+		if activate {
+			if !s.d.ActivateWindow(name, strict, byClass) {
+				writeText(w, http.StatusNotFound, fmt.Sprintf("Window %s not found.", name))
+				return
+			}
+			writeText(w, http.StatusOK, "Window activated successfully")
+			return
+		}
+		if !s.d.CloseWindowNamed(name, strict, byClass) {
+			writeText(w, http.StatusNotFound, fmt.Sprintf("Window %s not found.", name))
+			return
+		}
+		writeText(w, http.StatusOK, "Window closed successfully.")
 	}
 }
 
@@ -526,6 +618,12 @@ func (s *Server) evaluate(w http.ResponseWriter, r *http.Request) {
 	}
 	if body.Terminal != "" && body.Terminal != "done" && body.Terminal != "fail" {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"status": "error", "message": "terminal must be done, fail or empty"})
+		return
+	}
+	// OSWorld runs the evaluator's postconfig (saving documents, closing
+	// windows) on the final state before judging it.
+	if err := s.d.ApplyPostconfig(j.Postconfig); err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"status": "error", "message": "postconfig: " + err.Error()})
 		return
 	}
 	res, err := j.Evaluate(terminalSource{s.d, body.Terminal})

@@ -52,8 +52,12 @@ func TestEndpoints(t *testing.T) {
 	}
 	var at map[string]string
 	_, b = call(t, ts, "GET", "/accessibility", "", "")
+	if err := json.Unmarshal(b, &at); err != nil || !strings.HasPrefix(at["AT"], "<desktop-frame xmlns:st=") {
+		t.Fatalf("accessibility %v %.80s", err, at["AT"])
+	}
+	_, b = call(t, ts, "GET", "/accessibility?format=json", "", "")
 	if err := json.Unmarshal(b, &at); err != nil || !json.Valid([]byte(at["AT"])) {
-		t.Fatalf("accessibility %v", err)
+		t.Fatalf("accessibility as JSON %v", err)
 	}
 	if _, b := call(t, ts, "POST", "/screen_size", "", ""); string(b) != "{\"height\":800,\"width\":1280}\n" {
 		t.Fatalf("screen size %s", b)
@@ -82,7 +86,7 @@ func TestEndpoints(t *testing.T) {
 	if code != 500 || !strings.Contains(string(b), `"status":"error"`) || !strings.Contains(string(b), "No such file or directory: 'curl'") {
 		t.Fatalf("unknown program: %d %s", code, b)
 	}
-	if code, _ := call(t, ts, "POST", "/execute", "application/json", `{"command": 5}`); code != 400 {
+	if code, _ := call(t, ts, "POST", "/execute", "application/json", `{"command": 5}`); code != 500 {
 		t.Fatalf("malformed command: %d", code)
 	}
 	// Upload, then read back through /file and /list_directory.
