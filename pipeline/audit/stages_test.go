@@ -19,7 +19,8 @@ func TestVerifierByHand(t *testing.T) {
 			Verdict: verdict, ExecutableOutcome: truth, ProbeUsed: probeSteps > 0, ProbeSteps: probeSteps, ProbeTokens: probeTokens}
 	}
 	rows := []schemas.Verification{
-		// passive never probes: d1 right (+1), d2 FP (-0.7), d3 right (+1), d4 unresolved (-1), d5 has no ground truth.
+		// passive never probes: d1 right (+1), d2 FP (-0.7), d3 right (+1), d4 unresolved (-1), d5 has no
+		// ground truth, so it is unresolved too (-1, VeriCUA table 9).
 		v("d1", "passive", "x", "success", "success", 0, 0),
 		v("d2", "passive", "x", "success", "failure", 0, 0),
 		v("d3", "passive", "y", "failure", "failure", 0, 0),
@@ -30,11 +31,12 @@ func TestVerifierByHand(t *testing.T) {
 		v("d2", "builtin", "x", "failure", "failure", 0, 0),
 		v("d3", "builtin", "y", "success", "failure", 4, 300),
 		v("d4", "builtin", "y", "success", "success", 1, 200),
-		// trained: d1 right after probing (+0.7), d2 FP (-0.7), d3 right (+1), d4 FN (-0.7).
+		// trained: d1 right after probing (+0.7), d2 FP (-0.7), d3 right (+1), d4 FN (-0.7), d5 unresolved (-1).
 		v("d1", "trained", "x", "success", "success", 1, 200),
 		v("d2", "trained", "x", "success", "failure", 0, 0),
 		v("d3", "trained", "y", "failure", "failure", 0, 0),
 		v("d4", "trained", "y", "failure", "success", 0, 0),
+		v("d5", "trained", "y", "success", "", 0, 0),
 	}
 	m := commit(t, l, func(ctx context.Context, tx *lake.Txn) error {
 		return lake.ReplaceTable(ctx, tx, schemas.Verifications, rows)
@@ -43,18 +45,19 @@ func TestVerifierByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect(t, res, audit.MetricN, "passive/all", 4, 4)
-	expect(t, res, audit.MetricAgreement, "passive/all", 0.5, 2)
+	expect(t, res, audit.MetricN, "passive/all", 5, 5)
+	expect(t, res, audit.MetricAgreement, "passive/all", 0.4, 2)
 	expect(t, res, audit.MetricFP, "passive/all", 1, 1)
 	expect(t, res, audit.MetricFN, "passive/all", 0, 0)
-	expect(t, res, audit.MetricUnresolved, "passive/all", 1, 1)
+	expect(t, res, audit.MetricUnresolved, "passive/all", 2, 2)
 	expect(t, res, audit.MetricProbeRate, "passive/all", 0, 0)
 	expect(t, res, audit.MetricProbeTokensMean, "passive/all", 0, 0)
-	expect(t, res, audit.MetricScheduleReward, "passive/all", (1-0.7+1-1)/4.0, 4)
+	expect(t, res, audit.MetricScheduleReward, "passive/all", (1-0.7+1-1-1)/5.0, 5)
 	expect(t, res, audit.MetricNoGroundTruth, "passive/all", 1, 1)
 	expect(t, res, audit.MetricAgreement, "passive/x", 0.5, 1)
-	expect(t, res, audit.MetricAgreement, "passive/y", 0.5, 1)
-	expect(t, res, audit.MetricMacroAgreement, "passive/all", 0.5, 2)
+	expect(t, res, audit.MetricAgreement, "passive/y", 1.0/3, 1)
+	expect(t, res, audit.MetricUnresolved, "passive/y", 2, 2)
+	expect(t, res, audit.MetricMacroAgreement, "passive/all", (0.5+1.0/3)/2, 2)
 
 	expect(t, res, audit.MetricAgreement, "builtin/all", 0.75, 3)
 	expect(t, res, audit.MetricFP, "builtin/all", 1, 1)
@@ -69,13 +72,14 @@ func TestVerifierByHand(t *testing.T) {
 	expect(t, res, audit.MetricMacroAgreement, "builtin/all", 0.75, 2)
 	absent(t, res, audit.MetricNoGroundTruth, "builtin/all")
 
-	expect(t, res, audit.MetricAgreement, "trained/all", 0.5, 2)
+	expect(t, res, audit.MetricAgreement, "trained/all", 0.4, 2)
 	expect(t, res, audit.MetricFN, "trained/all", 1, 1)
-	expect(t, res, audit.MetricProbeTokensMean, "trained/all", 50, 200)
-	expect(t, res, audit.MetricScheduleReward, "trained/all", (0.7-0.7+1-0.7)/4, 4)
+	expect(t, res, audit.MetricFP, "trained/all", 1, 1)
+	expect(t, res, audit.MetricProbeTokensMean, "trained/all", 40, 200)
+	expect(t, res, audit.MetricScheduleReward, "trained/all", (0.7-0.7+1-0.7-1)/5, 5)
 
-	// Pareto: passive (0.5, 0 tokens) and builtin (0.75, 150) are on the frontier;
-	// trained (0.5, 50) is dominated by passive.
+	// Pareto: passive (0.4, 0 tokens) and builtin (0.75, 150) are on the frontier;
+	// trained (0.4, 40) is dominated by passive.
 	expect(t, res, audit.MetricPareto, "passive/all", 1, 0)
 	expect(t, res, audit.MetricPareto, "builtin/all", 1, 0)
 	p := expect(t, res, audit.MetricPareto, "trained/all", 0, 1)

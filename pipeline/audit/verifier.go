@@ -32,10 +32,10 @@ const (
 
 const verifierSQL = `
 WITH v AS (
-  SELECT strategy, coalesce(nullif(domain, ''), 'unknown') AS domain, verdict,
+  SELECT strategy, coalesce(nullif(domain, ''), 'unknown') AS domain,
+         CASE WHEN executable_outcome IN ('success', 'failure') THEN verdict ELSE 'uncertain' END AS verdict,
          executable_outcome AS truth, probe_used, probe_steps, probe_tokens
-  FROM verifications
-  WHERE executable_outcome IN ('success', 'failure'))
+  FROM verifications)
 SELECT strategy, domain, grouping(domain) AS total,
   count(*) AS n,
   count(*) FILTER (WHERE verdict = truth) AS agree,
@@ -63,8 +63,8 @@ GROUP BY strategy ORDER BY strategy`
 // probe rate, mean probe steps and tokens, the mean VeriCUA schedule reward,
 // and which strategies lie on the agreement-cost Pareto frontier (higher
 // agreement, fewer probe tokens per verification). Rows whose executable
-// outcome is missing or uncertain have no ground truth: they are counted
-// and left out of everything else.
+// outcome is missing or uncertain have no ground truth: they are
+// unresolved attempts (VeriCUA table 9), and no_ground_truth counts them.
 func Verifier(ctx context.Context, in Input) (*Result, error) {
 	s, err := openSession(ctx, in, KindVerifier)
 	if err != nil {

@@ -2,22 +2,81 @@ package verify
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 
 	"github.com/cualake/cualake/pipeline/simdesk/action"
 	"github.com/cualake/cualake/schemas"
 )
 
-// JudgeRequest is one round of the Judge: the episode, and after probing
-// the criteria as the Probe left them with its evidence.
+// Round is one completed Judge-Probe round of the Judge's history
+// (VeriCUA section 2.2): the criteria the Judge wrote, with the statuses it
+// gave them (C^(k)), the ones it sent to the Probe, and the evidence the
+// Probe returned (e^(k)): the criteria as the Probe left them (statuses,
+// notes, evidence hashes) and its screenshots.
+type Round struct {
+	Criteria []Criterion    // C^(k): the Judge's criteria and statuses
+	Sent     []int          // the criteria sent to the Probe, first first
+	Probed   []Criterion    // e^(k): the criteria after the Probe's updates
+	Evidence []schemas.Blob // e^(k): the screenshots the Probe collected
+}
+
+// JudgeRequest is one round of the Judge. Its input is the history
+// H^(k) = psi(tau) + (C^(0), e^(0)) + ... + (C^(k-1), e^(k-1)): the episode
+// (In) and every earlier round, oldest first, never only the latest.
 type JudgeRequest struct {
 	In       *Input
-	Criteria []Criterion    // nil in the first round
-	Evidence []schemas.Blob // the last Probe round's screenshots
-	Notes    []string       // what the Probe reported, for model Judges
-	Round    int            // Probe rounds so far
-	CanProbe bool           // a live environment and budget remain
+	History  []Round // nil in the first round
+	CanProbe bool    // a live environment and budget remain
+}
+
+// Round is the number of Probe rounds so far.
+func (r *JudgeRequest) Round() int { return len(r.History) }
+
+// Criteria are the criteria as the latest Probe round left them, the
+// baseline of this round (VeriCUA's Judge prompt); nil in the first round.
+func (r *JudgeRequest) Criteria() []Criterion {
+	if len(r.History) == 0 {
+		return nil
+	}
+	return r.History[len(r.History)-1].Probed
+}
+
+// probeFindings lists, per criterion, what each Probe round of the history
+// reported about it ("" where a round left it alone): a Probe that
+// updates a criterion rewrites its note.
+func probeFindings(h []Round, i int) []string {
+	out := make([]string, len(h))
+	for k, r := range h {
+		if i < len(r.Probed) && i < len(r.Criteria) && r.Probed[i].Note != r.Criteria[i].Note {
+			out[k] = strings.TrimPrefix(r.Probed[i].Note, "probe: ")
+		}
+	}
+	return out
+}
+
+// keepTrail rewrites the notes of the criteria a later round starts from
+// so that they keep every round's findings, not only the latest Probe's:
+// the Judge's first reading, then "probe round k: ..." for each round that
+// reported on the criterion.
+func keepTrail(cs []Criterion, h []Round) {
+	if len(h) == 0 {
+		return
+	}
+	for i := range cs {
+		parts := []string{}
+		if i < len(h[0].Criteria) && h[0].Criteria[i].Note != "" {
+			parts = append(parts, h[0].Criteria[i].Note)
+		}
+		for k, f := range probeFindings(h, i) {
+			if f != "" {
+				parts = append(parts, fmt.Sprintf("probe round %d: %s", k+1, f))
+			}
+		}
+		cs[i].Note = strings.Join(parts, "; ")
+	}
 }
 
 // Judgment is the Judge's answer: criteria with statuses, the overall
@@ -53,14 +112,17 @@ type BuiltinJudge struct {
 // Judge implements Judge.
 func (j *BuiltinJudge) Judge(_ context.Context, req *JudgeRequest) (*Judgment, error) {
 	var cs []Criterion
-	if req.Criteria == nil {
+	if req.Round() == 0 {
 		cs = WriteCriteria(req.In.Task.Instruction)
 		assess(req.In, cs)
 		cs = claimCriteria(req.In, cs)
 	} else {
 		// The Probe's statuses are the baseline (VeriCUA's Judge prompt):
-		// the builtin Judge has no grounds to override them.
-		cs = cloneCriteria(req.Criteria)
+		// the builtin Judge has no grounds to override them. Leans, tries
+		// and evidence hashes carry over with the criteria; the notes are
+		// rebuilt from the whole history.
+		cs = cloneCriteria(req.Criteria())
+		keepTrail(cs, req.History)
 	}
 	ch := &chooser{rng: j.Rand}
 	out := &Judgment{Criteria: cs}
@@ -76,7 +138,7 @@ func (j *BuiltinJudge) Judge(_ context.Context, req *JudgeRequest) (*Judgment, e
 	}
 	xs := make([][]float64, len(cs))
 	for _, i := range uncertain {
-		xs[i] = criterionFeatures(req.In, cs, i, req.Round)
+		xs[i] = criterionFeatures(req.In, cs, i, req.Round())
 	}
 	probing := req.CanProbe && j.Strategy.Probe
 	var checks []int

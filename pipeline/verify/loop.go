@@ -38,7 +38,8 @@ type Attempt struct {
 // Run verifies one episode: the Judge decides; while its status is
 // uncertain, it asks for probing and rounds remain, the Probe inspects the
 // live environment restored from the final state and the Judge decides
-// again. It never touches in.FinalState.
+// again on the whole history (the episode and every round's criteria and
+// evidence). It never touches in.FinalState.
 func (r *Runner) Run(ctx context.Context, in *Input) (*Attempt, error) {
 	att := &Attempt{}
 	var live *Live
@@ -79,7 +80,7 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Attempt, error) {
 		}
 		rep, err := r.Probe.Probe(ctx, ProbeRequest{Task: in.Task, Live: live, Criteria: j.Criteria, Order: order, Budget: r.StepsPerRound})
 		if err != nil {
-			return nil, fmt.Errorf("verify %s (%s): probe round %d: %w", in.TrajectoryID, r.Name, req.Round+1, err)
+			return nil, fmt.Errorf("verify %s (%s): probe round %d: %w", in.TrajectoryID, r.Name, req.Round()+1, err)
 		}
 		att.ProbeUsed = true
 		att.ProbeTokens += rep.Tokens
@@ -88,12 +89,11 @@ func (r *Runner) Run(ctx context.Context, in *Input) (*Attempt, error) {
 				att.Evidence = append(att.Evidence, b)
 			}
 		}
-		var notes []string
-		for _, c := range rep.Criteria {
-			notes = append(notes, c.Note)
-		}
-		req = &JudgeRequest{In: in, Criteria: rep.Criteria, Evidence: rep.Evidence, Notes: notes, Round: req.Round + 1,
-			CanProbe: req.Round+1 < r.MaxRounds}
+		// H^(k+1) = H^(k) + (C^(k), e^(k)) (VeriCUA section 2.2): the next
+		// round sees every round so far, not only this one.
+		h := append(slices.Clip(req.History), Round{Criteria: cloneCriteria(j.Criteria), Sent: slices.Clone(order),
+			Probed: rep.Criteria, Evidence: rep.Evidence})
+		req = &JudgeRequest{In: in, History: h, CanProbe: len(h) < r.MaxRounds}
 	}
 	if live != nil {
 		att.ProbeSteps, att.Refused = live.Steps(), live.Refused()

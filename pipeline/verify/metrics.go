@@ -10,9 +10,12 @@ import (
 const AllDomains = "all"
 
 // Metrics summarises one strategy's verifications in one domain against
-// the executable outcomes. Rows without an executable outcome are counted
-// in Unscored and left out of everything else. Rates are shares of the
-// scored judgments; an uncertain verdict never agrees.
+// the executable outcomes. A row without an executable outcome is an
+// unresolved attempt (VeriCUA table 9): it counts in N and Unresolved,
+// never agrees, carries its row's reward (-1.0), and NoOutcome says how
+// many of the unresolved are such rows. Rates are shares of N; an
+// uncertain verdict never agrees, so agreement, FP, FN and unresolved
+// rates add up to 1.
 type Metrics struct {
 	Strategy          string  `json:"strategy"`
 	Domain            string  `json:"domain"`
@@ -25,7 +28,7 @@ type Metrics struct {
 	ProbeSteps        int     `json:"probe_steps"`
 	ProbeTokens       int     `json:"probe_tokens"`
 	Refused           int     `json:"refused"`
-	Unscored          int     `json:"unscored"`
+	NoOutcome         int     `json:"no_outcome"` // of Unresolved: rows without an executable outcome
 	Agreement         float64 `json:"agreement"`
 	FPRate            float64 `json:"fp_rate"`
 	FNRate            float64 `json:"fn_rate"`
@@ -56,12 +59,11 @@ func Summarize(rows []schemas.Verification) []Metrics {
 			d = "unknown"
 		}
 		for _, m := range []*Metrics{get(r.Strategy, d), get(r.Strategy, AllDomains)} {
-			if !Scored(r.ExecutableOutcome) {
-				m.Unscored++
-				continue
-			}
 			m.N++
 			switch {
+			case !Scored(r.ExecutableOutcome):
+				m.Unresolved++
+				m.NoOutcome++
 			case r.Verdict == r.ExecutableOutcome:
 				m.Agree++
 			case r.Verdict == Success:

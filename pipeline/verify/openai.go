@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cualake/cualake/pipeline/llm"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/cualake/cualake/pipeline/llm"
 	"github.com/cualake/cualake/pipeline/simdesk/action"
 	"github.com/cualake/cualake/schemas"
 )
@@ -185,43 +186,86 @@ type judgeReply struct {
 	Status string `json:"status"`
 }
 
-// judgeMessages builds the round's prompt (VeriCUA appendix I inputs).
+// judgeMessages builds the round's prompt from the whole history
+// (VeriCUA section 2.2 and appendix I): the first-round input (the
+// instruction, the action history and the latest observations), then for
+// every earlier round the Judge's criteria as its own turn and the Probe's
+// evidence as the next user turn, so the model decides on
+// H^(k) = psi(tau) + (C^(0), e^(0)) + ... + (C^(k-1), e^(k-1)). Earlier
+// turns are replayed as the canonical JSON of what was judged, without the
+// model's prose.
 func (j *OpenAIJudge) judgeMessages(req *JudgeRequest) []chatMessage {
 	in := req.In
 	var b strings.Builder
 	fmt.Fprintf(&b, "User Intent: %s\n", in.Task.Instruction)
-	parts := []any{}
-	if req.Criteria == nil {
-		b.WriteString("Criteria: No criteria available.\nAction History:\n")
-		for _, h := range in.History {
-			b.WriteString("Step " + h + "\n")
-		}
-		fmt.Fprintf(&b, "The following %d observations are the latest, in chronological order.", len(in.Screens))
-		parts = append(parts, textPart(b.String()))
-		parts = append(parts, j.observations(in.Screens, in.Images)...)
-	} else {
-		b.WriteString("Criteria:\n" + FormatCriteria(req.Criteria))
-		if len(req.Notes) > 0 {
-			b.WriteString("Probe notes:\n")
-			for i, n := range req.Notes {
-				if n != "" {
-					fmt.Fprintf(&b, "%d. %s\n", i+1, n)
-				}
-			}
-		}
-		if len(req.Evidence) > 0 && !j.c.cfg.TextOnly {
-			b.WriteString("The attached screenshots are evidence the probe collected for the criteria, in chronological order.")
-			parts = append(parts, textPart(b.String()))
-			for _, e := range req.Evidence {
-				parts = append(parts, imagePart(e.Bytes))
-			}
-		} else {
-			b.WriteString("The probe returned no screenshots. Judge from its notes and the latest observations of the original trajectory, in chronological order.")
-			parts = append(parts, textPart(b.String()))
-			parts = append(parts, j.observations(in.Screens, in.Images)...)
+	b.WriteString("Criteria: No criteria available.\nAction History:\n")
+	for _, h := range in.History {
+		b.WriteString("Step " + h + "\n")
+	}
+	fmt.Fprintf(&b, "The following %d observations are the latest, in chronological order.", len(in.Screens))
+	parts := []any{textPart(b.String())}
+	parts = append(parts, j.observations(in.Screens, in.Images)...)
+	msgs := []chatMessage{{Role: "system", Content: JudgeSystemPrompt}, {Role: "user", Content: parts}}
+	for k, r := range req.History {
+		msgs = append(msgs, chatMessage{Role: "assistant", Content: judgmentJSON(r.Criteria)},
+			chatMessage{Role: "user", Content: j.probeTurn(in, req.History, k)})
+	}
+	return msgs
+}
+
+// judgmentJSON is a round's criteria in the Judge's answer format.
+func judgmentJSON(cs []Criterion) string {
+	var r judgeReply
+	for _, c := range cs {
+		r.Criteria = append(r.Criteria, struct {
+			Criterion string `json:"criterion"`
+			Status    string `json:"status"`
+		}{c.Text, c.Status})
+	}
+	r.Status = Overall(Statuses(cs))
+	b, _ := json.Marshal(r) // strings only: cannot fail
+	return string(b)
+}
+
+// probeTurn is round k's evidence (e^(k)) after VeriCUA's "Input after
+// probing": the criteria with the Probe's statuses, what it reported this
+// round, and its screenshots, each labelled with the criteria it supports.
+func (j *OpenAIJudge) probeTurn(in *Input, h []Round, k int) []any {
+	r := h[k]
+	var b strings.Builder
+	fmt.Fprintf(&b, "Probe round %d.\nUser Intent: %s\nCriteria:\n%s", k+1, in.Task.Instruction, FormatCriteria(r.Probed))
+	var notes []string
+	for i := range r.Probed {
+		if f := probeFindings(h, i)[k]; f != "" {
+			notes = append(notes, fmt.Sprintf("%d. %s", i+1, f))
 		}
 	}
-	return []chatMessage{{Role: "system", Content: JudgeSystemPrompt}, {Role: "user", Content: parts}}
+	if len(notes) > 0 {
+		b.WriteString("Probe notes:\n" + strings.Join(notes, "\n") + "\n")
+	}
+	switch {
+	case len(r.Evidence) == 0:
+		b.WriteString("The probe returned no screenshots this round. Judge from its notes, the evidence of earlier rounds and the latest observations of the original trajectory above.")
+		return []any{textPart(b.String())}
+	case j.c.cfg.TextOnly:
+		b.WriteString("The probe's screenshots are not shown (text only). Judge from its notes, the evidence of earlier rounds and the latest observations of the original trajectory above.")
+		return []any{textPart(b.String())}
+	}
+	b.WriteString("The attached screenshots are evidence the probe collected for the criteria, in chronological order.")
+	parts := []any{textPart(b.String())}
+	for _, e := range r.Evidence {
+		var labels []string
+		for i, c := range r.Probed {
+			if slices.Contains(c.Evidence, e.Hash) {
+				labels = append(labels, fmt.Sprint(i+1))
+			}
+		}
+		if len(labels) > 0 {
+			parts = append(parts, textPart("Evidence image for criteria "+strings.Join(labels, ", ")+":"))
+		}
+		parts = append(parts, imagePart(e.Bytes))
+	}
+	return parts
 }
 
 func (j *OpenAIJudge) observations(screens []*Screen, images [][]byte) []any {
@@ -281,9 +325,10 @@ func (j *OpenAIJudge) Judge(ctx context.Context, req *JudgeRequest) (*Judgment, 
 			return nil, err
 		}
 		out.Tokens += tokens
-		cs, status, perr := parseJudgment(text, req.Criteria)
+		cs, status, perr := parseJudgment(text, req.Criteria())
 		if perr == nil {
 			out.Criteria = cs
+			keepTrail(out.Criteria, req.History)
 			// The overall rule is fixed; a status that contradicts the
 			// criteria is corrected rather than trusted.
 			out.Status = Overall(Statuses(cs))
@@ -298,7 +343,7 @@ func (j *OpenAIJudge) Judge(ctx context.Context, req *JudgeRequest) (*Judgment, 
 		}
 		if try >= j.c.cfg.Repairs {
 			out.Invalid = "the Judge's reply broke the format: " + perr.Error()
-			out.Criteria = req.Criteria
+			out.Criteria = req.Criteria()
 			return out, nil
 		}
 		msgs = append(msgs, chatMessage{Role: "assistant", Content: text},

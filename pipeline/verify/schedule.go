@@ -16,29 +16,25 @@ const (
 
 // The VeriCUA terminal reward schedule (table 9): a correct verdict is worth
 // more without probing, a wrong one costs less after probing, and an
-// unresolved or invalid attempt costs most.
+// unresolved or invalid attempt costs most. An attempt whose trajectory has
+// no executable outcome is unresolved too (table 9: "the executable
+// evaluator returns no metadata").
 const (
 	RewardCorrect      = 1.0
 	RewardCorrectProbe = 0.7
 	RewardWrong        = -0.7
 	RewardWrongProbe   = -0.3
 	RewardUnresolved   = -1.0
-	// RewardUnscored is recorded when the trajectory has no executable
-	// outcome: the schedule cannot be scored, the row is kept for its
-	// verdict, and metrics and training leave it out.
-	RewardUnscored = 0.0
 )
 
 // Reward scores one verification attempt: verdict against the executable
 // outcome (success or failure), with or without probing. An uncertain or
-// invalid verdict is unresolved (-1.0); an executable outcome that is not
-// success or failure cannot be scored (RewardUnscored).
+// invalid verdict is unresolved (-1.0), and so is any verdict when the
+// executable outcome is not success or failure: there is nothing it could
+// be right about.
 func Reward(verdict, outcome string, probeUsed bool) float64 {
-	if outcome != Success && outcome != Failure {
-		return RewardUnscored
-	}
 	switch {
-	case verdict != Success && verdict != Failure:
+	case !Scored(outcome), verdict != Success && verdict != Failure:
 		return RewardUnresolved
 	case verdict == outcome && !probeUsed:
 		return RewardCorrect
@@ -50,7 +46,8 @@ func Reward(verdict, outcome string, probeUsed bool) float64 {
 	return RewardWrongProbe
 }
 
-// Scored reports whether an executable outcome can score a verdict.
+// Scored reports whether an executable outcome can score a verdict as
+// right or wrong; without one the attempt is unresolved.
 func Scored(outcome string) bool { return outcome == Success || outcome == Failure }
 
 // ExecutableOutcome is the executable judge's verdict on a trajectory's

@@ -161,9 +161,10 @@ func mix(seed int64, key string, i int) int64 {
 // current strategy, scores each attempt with the terminal reward schedule,
 // normalises the returns over the batch's decisions with REINFORCE++
 // (A = (r - mean) / sqrt(var + eps), every decision of an attempt sharing
-// its attempt's return) and takes a policy-gradient step. Attempts without
-// an executable outcome, or without any choice, teach nothing and are
-// skipped. The Probe is frozen. Output is deterministic for a seed.
+// its attempt's return) and takes a policy-gradient step. An attempt on a
+// state without an executable outcome is unresolved (-1.0, table 9);
+// attempts without any choice add nothing to the gradient. The Probe is
+// frozen. Output is deterministic for a seed.
 func Train(ctx context.Context, init *Strategy, src Source, p TrainParams) (*Strategy, *TrainReport, error) {
 	p.defaults()
 	if err := init.Validate(); err != nil {
@@ -278,9 +279,8 @@ func update(s *Strategy, inputs []*Input, atts []*Attempt, p TrainParams, opt *a
 	var rewards, weights []float64
 	var used []int
 	for i, a := range atts {
-		if !Scored(inputs[i].Outcome) {
-			continue
-		}
+		// A state without an executable outcome is not skipped: its
+		// attempt is unresolved and scores -1.0 like any other (table 9).
 		r := Reward(a.Verdict, inputs[i].Outcome, a.ProbeUsed)
 		st.Attempts++
 		st.MeanReward += r

@@ -22,8 +22,8 @@ func TestRewardSchedule(t *testing.T) {
 		{Success, Failure, false, -0.7}, {Failure, Success, false, -0.7},
 		{Success, Failure, true, -0.3}, {Failure, Success, true, -0.3},
 		{Uncertain, Success, false, -1.0}, {Uncertain, Failure, true, -1.0}, {"", Success, false, -1.0}, {"garbage", Failure, true, -1.0},
-		// No executable outcome: the schedule cannot be scored.
-		{Success, "", false, 0}, {Failure, "", true, 0}, {Uncertain, "", false, 0}, {Success, Uncertain, false, 0},
+		// No executable outcome (the evaluator returned nothing): unresolved.
+		{Success, "", false, -1.0}, {Failure, "", true, -1.0}, {Uncertain, "", false, -1.0}, {Success, Uncertain, false, -1.0},
 	}
 	for _, c := range cases {
 		if got := Reward(c.verdict, c.outcome, c.probe); got != c.want {

@@ -37,7 +37,7 @@ func init() {
 		Description: `Verifies every finished trajectory of --in with each --strategy and appends one verifications row
 per (trajectory, strategy) not verified yet: criteria with statuses, probe use, steps, tokens and refused
 actions, verdict, executable outcome and the VeriCUA schedule reward (+1.0 / +0.7 correct without / with
-probing, -0.7 / -0.3 wrong, -1.0 unresolved; 0 and left out of metrics when there is no executable outcome).
+probing, -0.7 / -0.3 wrong, -1.0 unresolved, which includes any verdict without an executable outcome).
 The Probe inspects the live environment restored from each trajectory's final-state blob; actions that
 would save, delete or edit are refused and counted, and evidence screenshots become blobs.
 
