@@ -204,6 +204,26 @@ func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 	}
 }
 
+// StartNewHistory commits an empty root snapshot (stage "init") and points
+// main at it, on a lake whose main is missing although it holds a history.
+// The earlier snapshots stay in the lake, unreachable from main, and gc
+// keeps their files. It refuses a lake whose main exists.
+func (l *Lake) StartNewHistory(ctx context.Context) (*Manifest, error) {
+	if id, err := l.readRef(ctx, mainKey); err == nil {
+		return nil, fmt.Errorf("lake %s: main is at %s; a new history starts only where main is missing", l, short(id))
+	} else if !errors.Is(err, ErrNotExist) {
+		return nil, err
+	}
+	tx, err := l.Begin(ctx, MainRef, NewHistory())
+	if err != nil {
+		return nil, err
+	}
+	if tx.Parent() != "" {
+		return nil, fmt.Errorf("lake %s: main appeared at %s meanwhile; nothing to start", l, short(tx.Parent()))
+	}
+	return tx.Commit(ctx, CommitInfo{Stage: "init", Message: "new history: main was missing; earlier snapshots are unreachable from main"})
+}
+
 // recordRoot writes refs/roots/<id> once main first points at a parentless
 // snapshot. It is what tells a lake that lost its main (a dangling
 // history) from one whose first commit crashed before main existed.

@@ -45,7 +45,7 @@ file holds is present for it as in an unsharded import. Give every shard the sam
 				Description: `Reads OSWorld's evaluation_examples layout; the domain is the folder name. The original
 JSON of each task is kept byte-exact in the raw column.
 Example: cualake import osworld-tasks --index test_small.json ../shared/data/osworld`,
-				Flags:  []cli.Flag{lakeFlag, jsonFlag, shardFlag, in, quarantine, index, maxFile},
+				Flags:  []cli.Flag{lakeFlag, jsonFlag, shardFlag, in, quarantine, index, newHistoryFlag, maxFile},
 				Action: importAction(importer.KindOSWorldTasks),
 			},
 			{
@@ -53,14 +53,14 @@ Example: cualake import osworld-tasks --index test_small.json ../shared/data/osw
 				Description: `Reads <action_space>/<observation_type>/<model>/<domain>/<example_id>/ folders into
 trajectories, steps and blobs (screenshots, stored once by hash; cualake blob get HASH shows one).
 Example: cualake import osworld-results ./results`,
-				Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag, in, quarantine, index, maxFile,
+				Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag, in, quarantine, index, newHistoryFlag, maxFile,
 					&cli.IntFlag{Name: "workers", Usage: "episodes read in parallel (0: one per CPU)"}},
 				Action: importAction(importer.KindOSWorldResults),
 			},
 			{
 				Name: "jsonl", Usage: "import generic rollout logs, one trajectory per line (docs/import-jsonl.md)", ArgsUsage: "FILE...",
 				Description: "Example: cualake import jsonl --quarantine rollouts.jsonl",
-				Flags:       []cli.Flag{lakeFlag, jsonFlag, shardFlag, in, quarantine, index, maxFile},
+				Flags:       []cli.Flag{lakeFlag, jsonFlag, shardFlag, in, quarantine, index, newHistoryFlag, maxFile},
 				Action:      importAction(importer.KindJSONL),
 			},
 		},
@@ -96,7 +96,7 @@ func importAction(kind string) cli.ActionFunc {
 			unit = "bytes"
 		}
 		opts := importer.Options{Kind: kind, Paths: c.Args().Slice(), Index: c.String("index"), Quarantine: c.Bool("quarantine"),
-			Workers: c.Int("workers"), In: c.String("in"), Shard: spec,
+			Workers: c.Int("workers"), In: c.String("in"), Shard: spec, NewHistory: c.Bool("new-history"),
 			MaxFileBytes: c.Int64("max-file-bytes"),
 			Progress: func(done, total int) {
 				if bar == nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -23,8 +24,11 @@ func init() {
    cualake lake tag release/2026-11
    cualake lake export --at release/2026-11 ./release`,
 		Subcommands: []*cli.Command{
-			{Name: "init", Usage: "create an empty lake (idempotent)", Flags: []cli.Flag{lakeFlag, jsonFlag},
-				Description: "Example: cualake lake init --lake ./data/lake", Action: lakeInit},
+			{Name: "init", Usage: "create an empty lake (idempotent)", Flags: []cli.Flag{lakeFlag, jsonFlag, newHistoryFlag},
+				Description: `Refuses a lake whose main ref is missing although it holds snapshots (a dangling
+history: lake verify names the candidates to restore main to), unless --new-history is given,
+which commits an empty root snapshot and points main at it; the earlier snapshots stay.
+Example: cualake lake init --lake ./data/lake`, Action: lakeInit},
 			{Name: "log", Usage: "list snapshots, newest first", Flags: []cli.Flag{lakeFlag, jsonFlag,
 				&cli.StringFlag{Name: "at", Usage: "start from this snapshot or tag"}, &cli.IntFlag{Name: "limit", Usage: "at most N snapshots"}},
 				Description: "Example: cualake lake log --limit 5", Action: lakeLog},
@@ -33,13 +37,18 @@ func init() {
 			{Name: "diff", Usage: "rows added and removed per table between two snapshots", ArgsUsage: "A [B]", Flags: []cli.Flag{lakeFlag, jsonFlag},
 				Description: "Example: cualake lake diff 3f2a9c main   (B defaults to main)", Action: lakeDiff},
 			{Name: "tag", Usage: "name a snapshot (tags never move)", ArgsUsage: "NAME [SNAPSHOT]", Flags: []cli.Flag{lakeFlag, jsonFlag},
-				Description: "Example: cualake lake tag release/2026-11 3f2a9c", Action: lakeTag},
+				Description: `Names: letters, digits, '.', '_', '-' and '/', starting with a letter or digit; not main,
+not 4-64 hex digits (they read as snapshot ids), no '..', no empty component or one starting
+with '.', none ending in .lock or containing .tmp- (docs/lake-format.md).
+Example: cualake lake tag release/2026-11 3f2a9c`, Action: lakeTag},
 			{Name: "verify", Usage: "re-hash every data file and check every manifest and ref", Flags: []cli.Flag{lakeFlag, jsonFlag},
 				Description: "Exits 4 when anything is wrong.\nExample: cualake lake verify --json", Action: lakeVerify},
-			{Name: "gc", Usage: "remove data files that no snapshot references", Flags: []cli.Flag{lakeFlag, jsonFlag,
+			{Name: "gc", Usage: "remove data files that no manifest references", Flags: []cli.Flag{lakeFlag, jsonFlag,
 				&cli.BoolFlag{Name: "dry-run", Usage: "only list what would go"},
 				&cli.DurationFlag{Name: "grace", Value: time.Hour, Usage: "spare unreferenced files younger than this (a running commit may need them)"}},
-				Description: "Example: cualake lake gc --dry-run", Action: lakeGC},
+				Description: `Keeps every file any manifest lists, reachable or not. Refuses to run over a corrupt
+ref, a missing main on a lake with a history, or a ref whose history has a missing manifest.
+Example: cualake lake gc --dry-run`, Action: lakeGC},
 			{Name: "export", Usage: "write a self-contained release bundle", ArgsUsage: "DIR", Flags: []cli.Flag{lakeFlag, jsonFlag,
 				&cli.StringFlag{Name: "at", Usage: "snapshot or tag (default main)"}},
 				Description: "Hive-partitioned Parquet, manifest.json, SHA256SUMS and a dataset card README.md.\nExample: cualake lake export --at release/2026-11 ./release", Action: lakeExport},
@@ -47,14 +56,33 @@ func init() {
 	})
 }
 
+// newHistoryFlag lets the stages that start lakes (init, import) begin a
+// new root where main is missing but snapshots exist.
+var newHistoryFlag = &cli.BoolFlag{Name: "new-history",
+	Usage: "if main is missing although the lake holds snapshots, start a new root instead of refusing (the old snapshots stay, unreachable from main)"}
+
 func lakeInit(c *cli.Context) error {
 	l, err := openLake(c, true)
 	if err != nil {
 		return err
 	}
-	head, _ := l.Head(c.Context)
+	head, err := l.Head(c.Context)
+	started := false
+	if errors.Is(err, lake.ErrDanglingHistory) && c.Bool("new-history") {
+		var m *lake.Manifest
+		if m, err = l.StartNewHistory(c.Context); err == nil {
+			head, started = m.ID, true
+		}
+	}
+	if err != nil {
+		return err
+	}
 	if c.Bool("json") {
-		return printJSON(c.App.Writer, map[string]any{"lake": l.String(), "head": head})
+		return printJSON(c.App.Writer, map[string]any{"lake": l.String(), "head": head, "new_history": started})
+	}
+	if started {
+		fmt.Fprintf(c.App.Writer, "lake ready at %s; started a new history at empty snapshot %s (earlier snapshots are unreachable from main)\n", l, head)
+		return nil
 	}
 	fmt.Fprintf(c.App.Writer, "lake ready at %s\n", l)
 	return nil
