@@ -945,6 +945,13 @@ func init() {
 			r.d.openPath(p)
 			return 0
 		}},
+		"test": {check: func(args []string, _ int) error { return checkTest(args) }, run: runTest},
+		"[": {check: func(args []string, _ int) error {
+			if len(args) == 0 || args[len(args)-1] != "]" {
+				return unsupported("[ without a closing ]")
+			}
+			return checkTest(args[:len(args)-1])
+		}, run: func(r *shRun, args []string, stdin string) int { return runTest(r, args[:len(args)-1], stdin) }},
 		"tar":     {check: checkTar, run: runTar},
 		"unzip":   {check: checkUnzip, run: runUnzip},
 		"simdesk": {check: anyArgs, run: func(r *shRun, args []string, _ string) int { return r.d.runSimdesk(r, args) }},
@@ -1352,6 +1359,83 @@ func runCd(r *shRun, args []string, _ string) int {
 	r.cwd = to
 	r.vars["PWD"] = to
 	return 0
+}
+
+// checkTest accepts the test expressions the simulator evaluates: a
+// string, ! EXPR, -e -f -d -s -r -w -n -z OPERAND, and = == != -eq -ne
+// -lt -le -gt -ge between two operands.
+func checkTest(args []string) error {
+	if len(args) > 0 && args[0] == "!" {
+		args = args[1:]
+	}
+	switch len(args) {
+	case 0, 1:
+		return nil
+	case 2:
+		if strings.Contains("-e -f -d -s -r -w -n -z", args[0]) && len(args[0]) == 2 {
+			return nil
+		}
+		return unsupported("test %s", args[0])
+	case 3:
+		switch args[1] {
+		case "=", "==", "!=", "-eq", "-ne", "-lt", "-le", "-gt", "-ge":
+			return nil
+		}
+		return unsupported("test operator %s", args[1])
+	}
+	return unsupported("test with more than one condition (-a, -o, parentheses)")
+}
+
+func runTest(r *shRun, args []string, _ string) int {
+	neg := len(args) > 0 && args[0] == "!"
+	if neg {
+		args = args[1:]
+	}
+	ok := false
+	switch len(args) {
+	case 1:
+		ok = args[0] != ""
+	case 2:
+		if args[0] == "-n" || args[0] == "-z" {
+			ok = (args[1] != "") == (args[0] == "-n")
+			break
+		}
+		p, err := r.path(args[1])
+		if err != nil {
+			break
+		}
+		e, exists := r.d.S.FS.Stat(p)
+		switch args[0] {
+		case "-e", "-r", "-w":
+			ok = exists // the user owns what the simulator holds
+		case "-f":
+			ok = exists && !e.Dir
+		case "-d":
+			ok = exists && e.Dir
+		case "-s":
+			ok = exists && !e.Dir && e.Content != ""
+		}
+	case 3:
+		a, op, b := args[0], args[1], args[2]
+		switch op {
+		case "=", "==":
+			ok = a == b
+		case "!=":
+			ok = a != b
+		default:
+			x, err1 := strconv.Atoi(a)
+			y, err2 := strconv.Atoi(b)
+			if err1 != nil || err2 != nil {
+				r.errf("test: integer expression expected")
+				return 2
+			}
+			ok = map[string]bool{"-eq": x == y, "-ne": x != y, "-lt": x < y, "-le": x <= y, "-gt": x > y, "-ge": x >= y}[op]
+		}
+	}
+	if ok != neg {
+		return 0
+	}
+	return 1
 }
 
 func checkBash(args []string, depth int) error {

@@ -211,3 +211,20 @@ func TestShellHostGuard(t *testing.T) {
 		t.Fatal("rm -rf ~ removed the simulated home")
 	}
 }
+
+func TestShellTest(t *testing.T) {
+	d := newDesk(t, 1)
+	for line, want := range map[string]string{
+		"[ -d ~/Desktop ] && echo 'Directory exists.' || echo 'Directory does not exist.'":         "Directory exists.\n",
+		"[ -d ~/Desktop/nope ] && echo 'Directory exists.' || echo 'Directory does not exist.'":    "Directory does not exist.\n",
+		"[ -f /home/user/Desktop/todo.txt ] && echo 'File exists.' || echo 'File does not exist.'": "File exists.\n",
+		"test 3 -gt 2 && test ! -z x && [ a != b ] && echo ok":                                     "ok\n",
+	} {
+		if r := d.RunShell(line); r.Output != want || r.Unsupported != "" {
+			t.Errorf("%s: %+v", line, r)
+		}
+	}
+	if r := d.RunShell("[ -f a -a -f b ]"); r.Unsupported == "" {
+		t.Fatalf("-a ran: %+v", r)
+	}
+}

@@ -1,6 +1,7 @@
 package simdesk
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/cualake/cualake/pipeline/simdesk/judge"
@@ -64,3 +65,18 @@ func (d *Desktop) Clipboard() (string, error) { return d.S.Clipboard, nil }
 
 // Terminal implements judge.Source.
 func (d *Desktop) Terminal() (string, error) { return d.S.Terminal, nil }
+
+// CommandOutput implements judge.CommandSource: the command's standard
+// output, as OSWorld's vm_command_line getter reads it; one the simulator
+// cannot run is judge.ErrUnsupported.
+func (d *Desktop) CommandOutput(command, shell json.RawMessage) (string, error) {
+	c, err := ParseCommand(command, shell)
+	if err != nil {
+		return "", err
+	}
+	r := d.Execute(c)
+	if r.Unsupported != "" {
+		return "", fmt.Errorf("%s: %w", r.Unsupported, judge.ErrUnsupported)
+	}
+	return r.Output, nil
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cualake/cualake/pipeline/simdesk/judge"
 	"github.com/cualake/cualake/schemas"
 )
 
@@ -135,5 +136,27 @@ func TestPostconfigRunsBeforeJudging(t *testing.T) {
 	score, detail, err := sim.Evaluate()
 	if err != nil || score != 1 {
 		t.Fatalf("score %v %s %v", score, detail, err)
+	}
+}
+
+// TestVMCommandLineGetter: OSWorld's vm_command_line getter runs its
+// command on the desktop.
+func TestVMCommandLineGetter(t *testing.T) {
+	j, err := judge.Compile(`{"func":"exact_match","result":{"type":"vm_command_line","command":"[ -d ~/Desktop/todo_list_Jan_2 ] && echo 'Directory exists.' || echo 'Directory does not exist.'","shell":true},` +
+		`"expected":{"type":"rule","rules":{"expected":"Directory exists.\n"}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDesk(t, 1)
+	if r, err := j.Evaluate(d); err != nil || r.Score != 0 {
+		t.Fatalf("before: %+v %v", r, err)
+	}
+	d.RunShell("mkdir ~/Desktop/todo_list_Jan_2")
+	if r, err := j.Evaluate(d); err != nil || r.Score != 1 {
+		t.Fatalf("after: %+v %v", r, err)
+	}
+	bad, _ := judge.Compile(`{"func":"exact_match","result":{"type":"vm_command_line","command":["gsettings","get","a","b"]},"expected":{"type":"rule","rules":{"expected":"x"}}}`)
+	if _, err := bad.Evaluate(d); !errors.Is(err, judge.ErrUnsupported) {
+		t.Fatalf("a command the simulator lacks: %v", err)
 	}
 }

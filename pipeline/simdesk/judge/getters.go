@@ -63,6 +63,14 @@ type Source interface {
 	Terminal() (string, error)
 }
 
+// CommandSource is a Source that runs commands (OSWorld's vm_command_line
+// getter posts them to /execute): the simulator through its shell, a VM
+// through its server. command and shell are as OSWorld's /execute takes
+// them; the result is the command's standard output.
+type CommandSource interface {
+	CommandOutput(command, shell json.RawMessage) (string, error)
+}
+
 // getterDef lists a getter's required and optional parameters.
 type getterDef struct {
 	required []string
@@ -90,6 +98,7 @@ var getters = map[string]getterDef{
 	"editor_text":     {doc: "the editor's current (possibly unsaved) text", result: "string"},
 	"editor_path":     {doc: "the path of the editor's document (\"\" when untitled)", result: "string"},
 	"clipboard":       {doc: "the text clipboard", result: "string"},
+	"vm_command_line": {required: []string{"command"}, optional: []string{"shell"}, doc: "OSWorld: the output of a command run on the desktop (a list of words, or a string; shell true runs it through the shell)", result: "string"},
 	"rule":            {required: []string{"rules"}, doc: "a literal for expected (keys depend on the metric)", result: "rules"},
 }
 
@@ -179,6 +188,19 @@ func compileGetter(raw json.RawMessage, field string, expected bool) (*Getter, e
 	}
 	if typ == "vm_file" {
 		g.Type, g.Dest = "file_content", ""
+	}
+	if typ == "vm_command_line" {
+		var list []string
+		var line string
+		if json.Unmarshal(g.Command, &list) != nil || len(list) == 0 {
+			if json.Unmarshal(g.Command, &line) != nil || strings.TrimSpace(line) == "" {
+				return nil, specErr(field+".command", "want a non-empty string or list of strings")
+			}
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, g.Command); err == nil {
+			g.Command = buf.Bytes()
+		}
 	}
 	return g, nil
 }
@@ -299,6 +321,16 @@ func get(g *Getter, src Source) (any, error) {
 		return e.Path, nil
 	case "clipboard":
 		s, err := src.Clipboard()
+		if err != nil {
+			return missing(err)
+		}
+		return s, nil
+	case "vm_command_line":
+		cs, ok := src.(CommandSource)
+		if !ok {
+			return nil, fmt.Errorf("getter %s: %w", g.Type, ErrUnsupported)
+		}
+		s, err := cs.CommandOutput(g.Command, g.Shell)
 		if err != nil {
 			return missing(err)
 		}

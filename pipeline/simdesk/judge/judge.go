@@ -45,6 +45,10 @@ type Getter struct {
 	App   string `json:"app,omitempty"`
 	Index *int   `json:"index,omitempty"`
 	Rules *Rules `json:"rules,omitempty"`
+	// Command and Shell are vm_command_line's: a list of words or a
+	// string, and OSWorld's shell flag.
+	Command json.RawMessage `json:"command,omitempty"`
+	Shell   json.RawMessage `json:"shell,omitempty"`
 }
 
 // Options tune a metric.
@@ -112,6 +116,12 @@ type rawSpec struct {
 func specErr(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrSpec, field, fmt.Sprintf(format, args...))
 }
+
+// HasMetric reports whether name is a metric judges can use.
+func HasMetric(name string) bool { _, ok := metrics[name]; return ok }
+
+// HasGetter reports whether name is a getter judges can use.
+func HasGetter(name string) bool { _, ok := getters[name]; return ok }
 
 // Check reports whether spec compiles; the error names the offending field.
 func Check(spec string) error {

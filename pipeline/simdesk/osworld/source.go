@@ -114,3 +114,26 @@ func (s *httpSource) Clipboard() (string, error) { return "", judge.ErrUnsupport
 
 // Terminal implements judge.Source.
 func (s *httpSource) Terminal() (string, error) { return s.e.term, nil }
+
+// CommandOutput implements judge.CommandSource over /execute, as OSWorld's
+// vm_command_line getter does.
+func (s *httpSource) CommandOutput(command, shell json.RawMessage) (string, error) {
+	body := map[string]json.RawMessage{"command": command}
+	if len(shell) > 0 {
+		body["shell"] = shell
+	}
+	var r execReply
+	if err := s.e.postJSON("/execute", body, &r); err != nil {
+		return "", err
+	}
+	return r.Output, nil
+}
+
+// vmGetters are the judge getters httpSource serves over OSWorld's API
+// (files and folders); the others need a simulator.
+var vmGetters = map[string]bool{"file_content": true, "vm_file": true, "file_exists": true, "folder_exists": true,
+	"dir_listing": true, "sheet_cell": true, "sheet_cell_raw": true, "sheet_table": true, "rule": true, "vm_command_line": true}
+
+// VMGetter reports whether a judge getter can be evaluated against an
+// OSWorld VM.
+func VMGetter(name string) bool { return vmGetters[name] }
