@@ -286,7 +286,7 @@ func (l *Lake) verifyRefs(ctx context.Context, known map[string]bool, manifests 
 		names = append(names, fmt.Sprintf("%s (%s, %s)", m.ID, m.Stage, m.CommittedAt))
 	}
 	return append(out, Problem{Key: mainKey, Problem: fmt.Sprintf(
-		"missing, but the lake holds a history (%s): a dangling history, not an empty lake; newest leaf snapshots: %s; restore main with the one to keep (printf '<id>\\n' > %s) or start an unrelated root with --new-history",
+		"missing, but the lake holds a history (%s): a dangling history, not an empty lake; newest leaf snapshots: %s; restore main with the one to keep (printf '%%s\\n' <id> > %s) or start an unrelated root with --new-history",
 		ev, strings.Join(names, ", "), mainKey)}), nil
 }
 
