@@ -20,8 +20,12 @@
 # default and which makes every matmul 2-3x slower (CUALAKE_SKIP_OPENBLAS=1
 # to leave the BLAS alone).
 #
-# Idempotent: re-running re-creates third_party/gotch from the pristine module
-# source and re-applies the patches (the compile check takes ~20 s per round).
+# Idempotent and fast when done: a stamp (third_party/gotch.stamp) records the
+# sha256 of this script with the mode and libtorch it patched for, and the
+# sha256 of the patched tree and go.work it produced. When both still match,
+# nothing is redone (CUALAKE_FORCE_GOTCH=1 redoes it anyway). Otherwise
+# third_party/gotch is re-created from the pristine module source and patched
+# again (the compile check takes ~20 s per round).
 #
 # Modes:
 #   (default)                                CPU, Debian libtorch-dev 1.13.1 in /usr
@@ -89,6 +93,28 @@ cuda)
 *) die "CUALAKE_TORCH must be cpu or cuda, got '$MODE'" ;;
 esac
 log "mode=$MODE libtorch=$TORCH_VER"
+
+# ------------------------------------------------------------------ stamp ---
+STAMP="$ROOT/third_party/gotch.stamp"
+sha256() { if command -v sha256sum >/dev/null; then sha256sum | cut -d' ' -f1; else shasum -a 256 | cut -d' ' -f1; fi; }
+# input_hash: everything the patch depends on besides the module source,
+# which GOTCH_VERSION pins.
+input_hash() {
+  { cat "${BASH_SOURCE[0]}"; echo "$GOTCH_VERSION|$MODE|$TORCH_VER|${LIBTORCH:-}|${ABI_FLAGS[*]:-}|$("$GO" env GOVERSION)"; } | sha256
+}
+# output_hash: the patched tree (file names and contents) and go.work.
+output_hash() {
+  [ -d "$DEST" ] && [ -f "$ROOT/go.work" ] || { echo none; return; }
+  { (cd "$DEST" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum); cat "$ROOT/go.work"; } | sha256
+}
+INPUT_HASH="$(input_hash)"
+if [ "${CUALAKE_FORCE_GOTCH:-0}" != 1 ] && [ -f "$STAMP" ] &&
+  [ "$(sed -n 's/^input //p' "$STAMP")" = "$INPUT_HASH" ] &&
+  [ "$(sed -n 's/^output //p' "$STAMP")" = "$(output_hash)" ]; then
+  log "gotch already patched for libtorch $TORCH_VER (stamp $STAMP matches by hash); nothing to do"
+  exit 0
+fi
+rm -f "$STAMP"
 
 # ------------------------------------------------------------ gotch source ---
 MODCACHE="$("$GO" env GOMODCACHE)"
@@ -279,4 +305,6 @@ func main() {
 EOF
   (cd "$ROOT" && "$GO" run ./third_party/_smoke) || die "gotch smoke program failed"
 fi
+printf 'input %s\noutput %s\n' "$INPUT_HASH" "$(output_hash)" >"$STAMP"
+log "wrote $STAMP"
 log "done"
