@@ -345,7 +345,7 @@ func (e *Engine) checkTree(ctx context.Context, body string, explain bool) error
 	case tree.Error && explain:
 		return fmt.Errorf("%w: EXPLAIN takes a SELECT, without options: %s", ErrNotReadOnly, tree.Message)
 	case tree.Error:
-		return fmt.Errorf("%s Error: %s", strings.ToUpper(tree.Type[:1])+tree.Type[1:], tree.Message)
+		return fmt.Errorf("parse: %s (%s)", tree.Message, tree.Type)
 	case len(tree.Statements) != 1:
 		return fmt.Errorf("%w: the text holds %d statements (none was run)", ErrMultipleStatements, len(tree.Statements))
 	}

@@ -4,12 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
-	"math/big"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -22,7 +19,8 @@ import (
 	"github.com/cualake/cualake/pipeline/outfile"
 )
 
-// Result is a fully read query result.
+// Result is a fully read query result. Rows hold typed values (see
+// Decimal, Temporal, Interval and Map) that print as DuckDB prints them.
 type Result struct {
 	Columns []string
 	Types   []string // DuckDB type names
@@ -49,8 +47,10 @@ func collect(rows *sql.Rows) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Columns: cols}
-	for _, ct := range cts {
+	types := make([]*colType, len(cts))
+	for i, ct := range cts {
 		res.Types = append(res.Types, ct.DatabaseTypeName())
+		types[i] = parseType(ct.DatabaseTypeName())
 	}
 	for rows.Next() {
 		vals := make([]any, len(cols))
@@ -62,54 +62,55 @@ func collect(rows *sql.Rows) (*Result, error) {
 			return nil, cleanError(err)
 		}
 		for i, v := range vals {
-			vals[i] = normalize(v)
+			vals[i] = normalize(v, types[i])
 		}
 		res.Rows = append(res.Rows, vals)
 	}
 	return res, cleanError(rows.Err())
 }
 
-// normalize turns driver values into JSON-friendly Go values.
-func normalize(v any) any {
-	switch x := v.(type) {
-	case *big.Int:
-		if x.IsInt64() {
-			return x.Int64()
+// types parses res.Types, one per column (nil where a type is missing).
+func (res *Result) types() []*colType {
+	out := make([]*colType, len(res.Columns))
+	for i := range out {
+		if i < len(res.Types) {
+			out[i] = parseType(res.Types[i])
 		}
-		return x.String()
-	case time.Time:
-		return x.UTC().Format(time.RFC3339Nano)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = normalize(e)
-		}
-		return out
-	case map[string]any:
-		out := map[string]any{}
-		for k, e := range x {
-			out[k] = normalize(e)
-		}
-		return out
-	case []byte:
-		if utf8.Valid(x) {
-			return string(x)
-		}
-		return x
 	}
-	return v
+	return out
+}
+
+func typeAt(types []*colType, i int) *colType {
+	if i < len(types) {
+		return types[i]
+	}
+	return nil
+}
+
+// column is the name of column i, for rows wider than the header.
+func (res *Result) column(i int) string {
+	if i < len(res.Columns) {
+		return res.Columns[i]
+	}
+	return fmt.Sprintf("column%d", i+1)
 }
 
 // Formats understood by Write.
 var Formats = []string{"table", "csv", "json", "parquet"}
 
 // Write renders res to w as table, csv (a header line, then rows) or json
-// (an array of objects, one per row).
+// (an array of objects, one per row, keys in column order). CSV cells and
+// JSON scalars are DuckDB's own text of each value (a BLOB escaped as
+// \xHH, TIMESTAMPTZ in UTC with +00, INTERVAL as "1 day 02:00:00"); in
+// JSON, DECIMAL and HUGEINT values are exact numbers (a reader that parses
+// numbers as float64 rounds them); lists, structs and maps are JSON in CSV
+// and JSON alike; NULL is an empty cell or null.
 func Write(w io.Writer, format string, res *Result) error {
 	switch format {
 	case "table", "":
 		return writeTable(w, res)
 	case "csv":
+		types := res.types()
 		cw := csv.NewWriter(w)
 		if err := cw.Write(res.Columns); err != nil {
 			return err
@@ -117,7 +118,7 @@ func Write(w io.Writer, format string, res *Result) error {
 		for _, r := range res.Rows {
 			rec := make([]string, len(r))
 			for i, v := range r {
-				rec[i] = cell(v)
+				rec[i] = cellText(v, typeAt(types, i))
 			}
 			if err := cw.Write(rec); err != nil {
 				return err
@@ -126,40 +127,49 @@ func Write(w io.Writer, format string, res *Result) error {
 		cw.Flush()
 		return cw.Error()
 	case "json":
-		objs := make([]map[string]any, 0, len(res.Rows))
-		for _, r := range res.Rows {
-			o := make(map[string]any, len(r))
-			for i, v := range r {
-				o[res.Columns[i]] = v
-			}
-			objs = append(objs, o)
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(objs)
+		return writeJSON(w, res)
 	case "parquet":
 		return fmt.Errorf("format parquet needs --out FILE")
 	}
 	return fmt.Errorf("unknown format %q (want one of %s)", format, strings.Join(Formats, ", "))
 }
 
-func cell(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case []any, map[string]any:
-		b, _ := json.Marshal(x)
-		return string(b)
-	case []byte:
-		return fmt.Sprintf("<%d bytes>", len(x))
+// writeJSON writes one object per row, a key per line and each value on
+// one line.
+func writeJSON(w io.Writer, res *Result) error {
+	types := res.types()
+	b := []byte("[")
+	for r, row := range res.Rows {
+		if r > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, "\n  {"...)
+		for i, v := range row {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(appendJSONString(append(b, "\n    "...), res.column(i)), ": "...)
+			var err error
+			if b, err = appendJSON(b, v, typeAt(types, i)); err != nil {
+				return fmt.Errorf("json: row %d column %q: %w", r+1, res.column(i), err)
+			}
+		}
+		if len(row) > 0 {
+			b = append(b, "\n  "...)
+		}
+		b = append(b, '}')
 	}
-	return fmt.Sprint(v)
+	if len(res.Rows) > 0 {
+		b = append(b, '\n')
+	}
+	b = append(b, "]\n"...)
+	_, err := w.Write(b)
+	return err
 }
 
 func writeTable(w io.Writer, res *Result) error {
 	const maxWidth = 60
+	types := res.types()
 	width := make([]int, len(res.Columns))
 	for i, c := range res.Columns {
 		width[i] = utf8.RuneCountInString(c)
@@ -168,7 +178,11 @@ func writeTable(w io.Writer, res *Result) error {
 	for r, row := range res.Rows {
 		cells[r] = make([]string, len(row))
 		for i, v := range row {
-			s := strings.ReplaceAll(cell(v), "\n", `\n`)
+			s := cellText(v, typeAt(types, i))
+			if b, ok := v.([]byte); ok {
+				s = fmt.Sprintf("<%d bytes>", len(b)) // a terminal is no place for binary
+			}
+			s = strings.ReplaceAll(s, "\n", `\n`)
 			if utf8.RuneCountInString(s) > maxWidth {
 				s = string([]rune(s)[:maxWidth-1]) + "…"
 			}
@@ -216,38 +230,28 @@ func WriteFile(path, format string, res *Result, lakes ...string) error {
 	return nil
 }
 
-// arrowOf maps a DuckDB type name to an Arrow type.
-func arrowOf(t string) arrow.DataType {
-	if strings.HasSuffix(t, "[]") {
-		return arrow.ListOf(arrowOf(strings.TrimSuffix(t, "[]")))
-	}
-	switch t {
-	case "BOOLEAN":
-		return arrow.FixedWidthTypes.Boolean
-	case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "HUGEINT":
-		return arrow.PrimitiveTypes.Int64
-	case "FLOAT", "DOUBLE":
-		return arrow.PrimitiveTypes.Float64
-	case "BLOB":
-		return arrow.BinaryTypes.Binary
-	}
-	if strings.HasPrefix(t, "DECIMAL") {
-		return arrow.PrimitiveTypes.Float64
-	}
-	return arrow.BinaryTypes.String
-}
-
 func writeParquet(w io.Writer, res *Result) error {
+	types := res.types()
 	fields := make([]arrow.Field, len(res.Columns))
 	for i, c := range res.Columns {
-		fields[i] = arrow.Field{Name: c, Type: arrowOf(res.Types[i]), Nullable: true}
+		t := types[i]
+		if t == nil {
+			t = &colType{id: "VARCHAR"}
+			types[i] = t
+		}
+		fields[i] = arrow.Field{Name: c, Type: arrowOf(t), Nullable: true}
 	}
 	schema := arrow.NewSchema(fields, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
-	for _, row := range res.Rows {
+	for r, row := range res.Rows {
+		if len(row) != len(fields) {
+			return fmt.Errorf("row %d has %d values for %d columns", r+1, len(row), len(fields))
+		}
 		for i, v := range row {
-			appendValue(b.Field(i), v)
+			if err := appendValue(b.Field(i), v, types[i]); err != nil {
+				return fmt.Errorf("parquet: column %q row %d: %w", res.Columns[i], r+1, err)
+			}
 		}
 	}
 	rec := b.NewRecordBatch()
@@ -261,71 +265,4 @@ func writeParquet(w io.Writer, res *Result) error {
 		return err
 	}
 	return fw.Close()
-}
-
-func appendValue(b array.Builder, v any) {
-	if v == nil {
-		b.AppendNull()
-		return
-	}
-	switch bb := b.(type) {
-	case *array.BooleanBuilder:
-		x, _ := v.(bool)
-		bb.Append(x)
-	case *array.Int64Builder:
-		bb.Append(toInt64(v))
-	case *array.Float64Builder:
-		bb.Append(toFloat64(v))
-	case *array.BinaryBuilder:
-		switch x := v.(type) {
-		case []byte:
-			bb.Append(x)
-		default:
-			bb.Append([]byte(cell(x)))
-		}
-	case *array.StringBuilder:
-		bb.Append(cell(v))
-	case *array.ListBuilder:
-		xs, _ := v.([]any)
-		bb.Append(true)
-		for _, x := range xs {
-			appendValue(bb.ValueBuilder(), x)
-		}
-	default:
-		b.AppendNull()
-	}
-}
-
-func toInt64(v any) int64 {
-	switch x := v.(type) {
-	case int8:
-		return int64(x)
-	case int16:
-		return int64(x)
-	case int32:
-		return int64(x)
-	case int64:
-		return x
-	case uint8:
-		return int64(x)
-	case uint16:
-		return int64(x)
-	case uint32:
-		return int64(x)
-	case uint64:
-		return int64(x)
-	case int:
-		return int64(x)
-	}
-	return 0
-}
-
-func toFloat64(v any) float64 {
-	switch x := v.(type) {
-	case float32:
-		return float64(x)
-	case float64:
-		return x
-	}
-	return float64(toInt64(v))
 }

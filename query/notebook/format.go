@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/cualake/cualake/query"
 )
 
 // formatValue renders one result value as text, the same way in HTML
@@ -26,6 +28,8 @@ func formatValue(v any) string {
 		return fmt.Sprint(x)
 	case []byte:
 		return fmt.Sprintf("<%d bytes>", len(x))
+	case query.Decimal, query.Temporal, query.Interval:
+		return x.(fmt.Stringer).String() // DuckDB's text, unquoted
 	case fmt.Stringer:
 		if _, ok := v.(json.Marshaler); !ok {
 			return x.String()
@@ -90,7 +94,7 @@ func numeric(v any) (float64, bool) {
 		return float64(x), true
 	case uint64:
 		return float64(x), true
-	case interface{ Float64() float64 }: // duckdb.Decimal
+	case interface{ Float64() float64 }: // query.Decimal
 		return numeric(x.Float64())
 	}
 	return 0, false
