@@ -145,12 +145,12 @@ func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 			if parent != "" {
 				return nil, fmt.Errorf("commit %s on %s: %w: %s is missing; restore it or begin a new history", info.Stage, short(parent), ErrDanglingHistory, mainKey)
 			}
+			head = ""
 			if !t.newHistory {
-				if err := t.lake.checkNoHistory(ctx); err != nil {
+				if head, err = t.lake.checkNoHistory(ctx); err != nil {
 					return nil, fmt.Errorf("commit %s: %w", info.Stage, err)
 				}
 			}
-			head = ""
 		case err != nil:
 			return nil, fmt.Errorf("commit %s: %w", info.Stage, err)
 		}

@@ -86,7 +86,7 @@ func (l *Lake) String() string { return l.store.String() }
 func (l *Lake) Head(ctx context.Context) (string, error) {
 	id, err := l.readRef(ctx, mainKey)
 	if errors.Is(err, ErrNotExist) {
-		return "", l.checkNoHistory(ctx)
+		return l.checkNoHistory(ctx)
 	}
 	return id, err
 }

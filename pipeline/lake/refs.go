@@ -204,17 +204,27 @@ func (l *Lake) historyEvidence(ctx context.Context) (string, error) {
 	return "", nil
 }
 
-// checkNoHistory is called when main is missing: nil for a lake that never
-// had a history, ErrDanglingHistory otherwise.
-func (l *Lake) checkNoHistory(ctx context.Context) error {
+// checkNoHistory is called when main was read as missing. It returns ("",
+// nil) for a lake that never had a history, and ErrDanglingHistory for one
+// that has; unless main exists by now (a concurrent first commit landed
+// after that read, and its root record is the history found), in which
+// case it returns main's id.
+func (l *Lake) checkNoHistory(ctx context.Context) (string, error) {
 	ev, err := l.historyEvidence(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if ev == "" {
-		return nil
+		return "", nil
 	}
-	return fmt.Errorf("lake %s: %w: %s is missing, but the lake holds a history (%s); restore main to its newest snapshot (`cualake lake verify` names the candidates) or pass --new-history to start an unrelated root",
+	id, err := l.readRef(ctx, mainKey)
+	if err == nil {
+		return id, nil
+	}
+	if !errors.Is(err, ErrNotExist) {
+		return "", err
+	}
+	return "", fmt.Errorf("lake %s: %w: %s is missing, but the lake holds a history (%s); restore main to its newest snapshot (`cualake lake verify` names the candidates) or pass --new-history to start an unrelated root",
 		l, ErrDanglingHistory, mainKey, ev)
 }
 

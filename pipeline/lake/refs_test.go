@@ -392,3 +392,68 @@ func TestGCSparesRefsNamedLikeTemporaries(t *testing.T) {
 		t.Fatalf("gc deleted refs/tags/x.tmp-1: %v", err)
 	}
 }
+
+// hookStore runs a hook once, just before the first listing of refs/.
+type hookStore struct {
+	*Local
+	onRefs func()
+}
+
+func (h *hookStore) List(ctx context.Context, prefix string) ([]string, error) {
+	if f := h.onRefs; f != nil && prefix == "refs/" {
+		h.onRefs = nil
+		f()
+	}
+	return h.Local.List(ctx, prefix)
+}
+
+// TestConcurrentFirstCommitIsNotDangling: another writer's first commit
+// lands (main and its root record) between our read of a missing main and
+// our look for a history. That is a moved main, not a dangling history.
+func TestConcurrentFirstCommitIsNotDangling(t *testing.T) {
+	ctx := context.Background()
+	other, dir := newLake(t)
+	hs := &hookStore{Local: other.Storage().(*Local)}
+	l, err := Open(ctx, hs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first *Manifest
+	commitOther := func() {
+		tx, err := other.Begin(ctx, "")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		b := []byte("x")
+		AppendTable(ctx, tx, schemas.Blobs, []schemas.Blob{{Hash: schemas.HashBytes(b), Mime: "x", Size: 1, Bytes: b}})
+		if first, err = tx.Commit(ctx, CommitInfo{Stage: "other"}); err != nil {
+			t.Error(err)
+		}
+	}
+	// In Head (Begin).
+	hs.onRefs = commitOther
+	tx, err := l.Begin(ctx, "")
+	if err != nil || first == nil || tx.Parent() != first.ID {
+		t.Fatalf("Begin while a first commit lands: %v", err)
+	}
+
+	// In Commit: begun on the empty lake, the other first commit lands
+	// while this one looks for a history.
+	_, dir = newLake(t)
+	other, _ = OpenDir(ctx, dir, false)
+	hs = &hookStore{Local: other.Storage().(*Local)}
+	l, _ = Open(ctx, hs)
+	tx, err = l.Begin(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ReplaceTable(ctx, tx, schemas.Tasks, fixtureTasks(2)); err != nil {
+		t.Fatal(err)
+	}
+	hs.onRefs = commitOther
+	m, err := tx.Commit(ctx, CommitInfo{Stage: "mine"})
+	if err != nil || first == nil || m.Parent != first.ID {
+		t.Fatalf("Commit while a first commit lands: %+v %v", m, err)
+	}
+}

@@ -302,7 +302,7 @@ func (l *Lake) checkReachable(ctx context.Context, manifests map[string]*Manifes
 		if _, err := l.readRef(ctx, mainKey); !errors.Is(err, ErrNotExist) {
 			return err
 		}
-		if err := l.checkNoHistory(ctx); err != nil {
+		if _, err := l.checkNoHistory(ctx); err != nil {
 			return err
 		}
 	}
