@@ -62,6 +62,65 @@ func NewOptimizer(model *policy.Policy, lr float64) (o *Optimizer, err error) {
 	return &Optimizer{model: model, opt: opt, params: params, lr: lr}, nil
 }
 
+// NewOptimizerOver creates Adam with learning rate lr over the given
+// weights, in their order (for models other than package policy's).
+func NewOptimizerOver(params []*ts.Tensor, lr float64) (o *Optimizer, err error) {
+	if len(params) == 0 {
+		return nil, errors.New("new optimizer: no weights")
+	}
+	if !(lr > 0) || math.IsInf(lr, 0) {
+		return nil, fmt.Errorf("new optimizer: learning rate %v must be positive", lr)
+	}
+	defer tx.Lock()()
+	defer tx.Recover(&err, "new optimizer")
+	opt, err := ts.Adam(lr, 0.9, 0.999, 0)
+	if err != nil {
+		return nil, fmt.Errorf("new optimizer: %w", err)
+	}
+	for i, p := range params {
+		if err := opt.AddParameter(p, 0); err != nil {
+			return nil, fmt.Errorf("new optimizer: add parameter %d: %w", i, err)
+		}
+	}
+	return &Optimizer{opt: opt, params: params, lr: lr}, nil
+}
+
+// ZeroGrad clears the weights' gradients, before backward passes that
+// accumulate into them (see Apply).
+func (o *Optimizer) ZeroGrad() (err error) {
+	if o.opt == nil {
+		return errors.New("optimizer is closed")
+	}
+	defer tx.Lock()()
+	defer tx.Recover(&err, "zero grad")
+	if err := o.opt.ZeroGrad(); err != nil {
+		return fmt.Errorf("zero grad: %w", err)
+	}
+	return nil
+}
+
+// Apply clips the accumulated gradients to the global L2 norm maxNorm (0
+// disables clipping) and applies one Adam step; it returns the norm before
+// clipping. A non-finite norm skips the step and is an error.
+func (o *Optimizer) Apply(maxNorm float64) (norm float64, err error) {
+	if o.opt == nil {
+		return 0, errors.New("optimizer is closed")
+	}
+	defer tx.Lock()()
+	defer tx.Recover(&err, "optimizer step")
+	if norm, err = o.clip(maxNorm); err != nil {
+		return 0, err
+	}
+	if math.IsNaN(norm) || math.IsInf(norm, 0) {
+		return norm, fmt.Errorf("non-finite gradient norm %v; update skipped", norm)
+	}
+	if err := o.opt.Step(); err != nil {
+		return 0, fmt.Errorf("adam step: %w", err)
+	}
+	o.steps++
+	return norm, nil
+}
+
 // LR returns the learning rate.
 func (o *Optimizer) LR() float64 { return o.lr }
 

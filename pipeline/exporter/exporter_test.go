@@ -4,18 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cualake/cualake/pipeline/importer"
 	"github.com/cualake/cualake/pipeline/importer/osworld"
@@ -167,99 +163,58 @@ func TestOSWorldRoundTrip(t *testing.T) {
 	}
 }
 
-// sameShape compares column names, types and nullability, ignoring the
-// field-id metadata Parquet adds.
-func sameShape(a, b *arrow.Schema) bool {
-	if a.NumFields() != b.NumFields() {
-		return false
-	}
-	for i := range a.Fields() {
-		x, y := a.Field(i), b.Field(i)
-		if x.Name != y.Name || x.Nullable != y.Nullable || !arrow.TypeEqual(x.Type, y.Type) {
-			return false
-		}
-	}
-	return true
-}
-
-func readParquet(t *testing.T, path string) arrow.Table {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	pf, err := file.NewParquetReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := fr.ReadTable(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tbl
-}
-
-// rowsJSON returns the table's rows as JSON objects, the way pandas and
-// verl's RLHFDataset see them.
-func rowsJSON(t *testing.T, tbl arrow.Table) []map[string]any {
-	t.Helper()
-	tr := array.NewTableReader(tbl, 1<<20)
-	defer tr.Release()
-	var out []map[string]any
-	for tr.Next() {
-		b, err := tr.RecordBatch().MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rows []map[string]any
-		if err := json.Unmarshal(b, &rows); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, rows...)
-	}
-	return out
+// textOnlyTypes are DuckDB's types of a text-only verl prompt file.
+var textOnlyTypes = []string{
+	"data_source VARCHAR",
+	"prompt STRUCT(\"role\" VARCHAR, \"content\" VARCHAR)[]",
+	"ability VARCHAR",
+	"reward_model STRUCT(style VARCHAR, ground_truth VARCHAR)",
+	"extra_info STRUCT(split VARCHAR, \"index\" BIGINT, task_id VARCHAR, \"domain\" VARCHAR, app VARCHAR, instruction VARCHAR, setup VARCHAR, feasible BOOLEAN, \"source\" VARCHAR, origin VARCHAR)",
 }
 
 func TestVerlPool(t *testing.T) {
 	ctx := context.Background()
 	l, m := sampleLake(t)
 	out := filepath.Join(t.TempDir(), "pool.parquet")
-	rep, err := Verl(ctx, l, m, out, VerlOptions{})
+	rep, err := Verl(ctx, l, m, out, VerlOptions{TextOnly: true})
 	if err != nil || rep.Rows != 183 || rep.Shape != "pool" {
 		t.Fatalf("%+v %v", rep, err)
 	}
-	tbl := readParquet(t, out)
-	if !sameShape(tbl.Schema(), VerlPromptSchema(false)) {
-		t.Fatalf("schema read back:\n%s", tbl.Schema())
-	}
+	db := duck(t)
+	checkTypes(t, db, out, textOnlyTypes...)
 	tasks, _ := lake.ReadTable(ctx, l, m, schemas.Tasks)
 	byID := map[string]schemas.Task{}
 	for _, task := range tasks {
 		byID[task.TaskID] = task
 	}
-	rows := rowsJSON(t, tbl)
-	for i, r := range rows {
+	abilities := map[string]bool{}
+	for i, r := range parquetRows(t, db, out) {
 		ex := r["extra_info"].(map[string]any)
 		task := byID[ex["task_id"].(string)]
 		prompt := r["prompt"].([]any)
 		msg := prompt[0].(map[string]any)
 		rm := r["reward_model"].(map[string]any)
 		if len(prompt) != 1 || msg["role"] != "user" || msg["content"] != task.Instruction || r["data_source"] != "cualake/"+task.Domain ||
-			rm["style"] != "rule" || rm["ground_truth"] != task.Judge || ex["index"] != float64(i) || ex["feasible"] != task.Feasible {
+			rm["style"] != "rule" || rm["ground_truth"] != task.Judge || ex["index"] != int64(i) || ex["feasible"] != task.Feasible {
 			t.Fatalf("row %d: %v", i, r)
 		}
 		if task.TaskID == "syn-0001" && ex["split"] != "heldout" || task.TaskID != "syn-0001" && ex["split"] != "train" {
 			t.Fatalf("row %d split %v", i, ex["split"])
 		}
+		abilities[r["ability"].(string)] = true
+		if app := ex["app"].(string); app != NormalizeName(app) {
+			t.Fatalf("row %d: app %q is not normalised", i, app)
+		}
+	}
+	// One spelling per domain: OSWorld's related_apps say both
+	// "libreoffice calc" and "libreoffice_calc", and "vscode" for vs_code.
+	want := map[string]bool{"chrome": true, "gimp": true, "libreoffice_calc": true, "os": true, "thunderbird": true, "vs_code": true}
+	if !reflect.DeepEqual(abilities, want) {
+		t.Fatalf("abilities %v, want %v", abilities, want)
 	}
 	// Deterministic: the same snapshot gives the same bytes.
 	out2 := filepath.Join(t.TempDir(), "again.parquet")
-	if _, err := Verl(ctx, l, m, out2, VerlOptions{}); err != nil {
+	if _, err := Verl(ctx, l, m, out2, VerlOptions{TextOnly: true}); err != nil {
 		t.Fatal(err)
 	}
 	a, _ := os.ReadFile(out)
@@ -267,9 +222,27 @@ func TestVerlPool(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Fatal("two exports of one snapshot differ")
 	}
+	// With images (the default), OSWorld tasks without rollouts have no
+	// screenshot: an error naming them, and no file.
+	out3 := filepath.Join(t.TempDir(), "mm.parquet")
+	if _, err := Verl(ctx, l, m, out3, VerlOptions{}); !errors.Is(err, ErrNoImage) || !strings.Contains(err.Error(), "183 task(s)") {
+		t.Fatalf("multimodal export of unrendered tasks: %v", err)
+	}
+	if _, err := os.Stat(out3); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a failed export left %s: %v", out3, err)
+	}
 }
 
-func TestVerlBatchAndSegments(t *testing.T) {
+func TestNormalizeName(t *testing.T) {
+	for in, want := range map[string]string{"libreoffice calc": "libreoffice_calc", "libreoffice_calc": "libreoffice_calc",
+		"LibreOffice Calc": "libreoffice_calc", "vscode": "vs_code", "VS Code": "vs_code", "  Files ": "files", "": ""} {
+		if got := NormalizeName(in); got != want {
+			t.Errorf("NormalizeName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestVerlBatch(t *testing.T) {
 	ctx := context.Background()
 	l, _ := sampleLake(t)
 	tx, _ := l.Begin(ctx, "")
@@ -279,16 +252,7 @@ func TestVerlBatchAndSegments(t *testing.T) {
 		{Iteration: 3, Rank: 2, TaskID: "syn-0001", Sampler: "frontier", Channel: "adapr", Weight: 0.25},
 		{Iteration: 4, Rank: 0, TaskID: "syn-0002", Sampler: "frontier", Channel: "ics", Weight: 1},
 	}
-	segs := []schemas.Segment{
-		{SegmentID: "s1", TrajectoryID: "tr1", TaskID: "syn-0001", GroupID: "g1", Index: 0, Mode: "window", InputIDs: []int32{1, 2, 3},
-			LossMask: []int8{0, 1, 1}, Logprobs: []float32{0, -0.5, -0.25}, HasLogprobs: true, Tokens: 3, TrainableTokens: 2, Reward: 1, Advantage: 0.7, PolicyVersion: 2},
-		{SegmentID: "s2", TrajectoryID: "tr2", TaskID: "syn-0001", GroupID: "g1", Index: 0, Mode: "window", InputIDs: []int32{4},
-			LossMask: []int8{1}, Logprobs: []float32{-1}, Tokens: 1, TrainableTokens: 1, Advantage: -0.7, PolicyVersion: 2},
-	}
 	if err := lake.AppendTable(ctx, tx, schemas.Batches, picks); err != nil {
-		t.Fatal(err)
-	}
-	if err := lake.AppendTable(ctx, tx, schemas.Segments, segs); err != nil {
 		t.Fatal(err)
 	}
 	m, err := tx.Commit(ctx, lake.CommitInfo{Stage: "sample"})
@@ -297,15 +261,15 @@ func TestVerlBatchAndSegments(t *testing.T) {
 	}
 	it := int32(3)
 	out := filepath.Join(t.TempDir(), "batch.parquet")
-	if rep, err := Verl(ctx, l, m, out, VerlOptions{Batch: &it}); err != nil || rep.Rows != 3 {
+	if rep, err := Verl(ctx, l, m, out, VerlOptions{Batch: &it, TextOnly: true}); err != nil || rep.Rows != 3 {
 		t.Fatalf("%+v %v", rep, err)
 	}
-	rows := rowsJSON(t, readParquet(t, out))
+	db := duck(t)
 	var order []string
-	for _, r := range rows {
+	for _, r := range parquetRows(t, db, out) {
 		ex := r["extra_info"].(map[string]any)
 		order = append(order, ex["channel"].(string))
-		if ex["iteration"] != float64(3) {
+		if ex["iteration"] != int32(3) {
 			t.Fatal(ex)
 		}
 	}
@@ -313,21 +277,18 @@ func TestVerlBatchAndSegments(t *testing.T) {
 		t.Fatalf("batch not in rank order: %v", order)
 	}
 	none := int32(9)
-	if _, err := Verl(ctx, l, m, filepath.Join(t.TempDir(), "x.parquet"), VerlOptions{Batch: &none}); err == nil {
-		t.Fatal("a missing iteration exported")
+	if _, err := Verl(ctx, l, m, filepath.Join(t.TempDir(), "x.parquet"), VerlOptions{Batch: &none, TextOnly: true}); err == nil ||
+		!strings.Contains(err.Error(), "iteration 9") {
+		t.Fatalf("a missing iteration: %v", err)
 	}
-	out = filepath.Join(t.TempDir(), "segments.parquet")
-	if rep, err := Verl(ctx, l, m, out, VerlOptions{Segments: true}); err != nil || rep.Rows != 2 {
-		t.Fatalf("%+v %v", rep, err)
+	// A snapshot without the needed table: an error naming it.
+	m0, _ := l.At(ctx, m.Parent)
+	if _, err := Verl(ctx, l, m0, filepath.Join(t.TempDir(), "x.parquet"), VerlOptions{Batch: &it, TextOnly: true}); err == nil ||
+		!strings.Contains(err.Error(), "no batches table") {
+		t.Fatalf("batch export without a batches table: %v", err)
 	}
-	tbl := readParquet(t, out)
-	if !sameShape(tbl.Schema(), SegmentsSchema) {
-		t.Fatalf("%s", tbl.Schema())
-	}
-	srows := rowsJSON(t, tbl)
-	if !reflect.DeepEqual(srows[0]["input_ids"], []any{1.0, 2.0, 3.0}) || !reflect.DeepEqual(srows[0]["loss_mask"], []any{0.0, 1.0, 1.0}) ||
-		!reflect.DeepEqual(srows[0]["logprobs"], []any{0.0, -0.5, -0.25}) || srows[0]["advantage"] != 0.7 || srows[1]["group_id"] != "g1" ||
-		srows[0]["has_logprobs"] != true || srows[1]["has_logprobs"] != false {
-		t.Fatalf("%v", srows)
+	if _, err := Verl(ctx, l, m0, filepath.Join(t.TempDir(), "x.parquet"), VerlOptions{Segments: true}); err == nil ||
+		!strings.Contains(err.Error(), "no segments table") {
+		t.Fatalf("segments export without a segments table: %v", err)
 	}
 }

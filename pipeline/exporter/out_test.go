@@ -87,7 +87,7 @@ func TestVerlOutNeverDestroys(t *testing.T) {
 	ref := filepath.Join(dir, "refs", "heads", "main")
 	head, _ := os.ReadFile(ref)
 	for _, p := range []string{ref, filepath.Join(dir, "pool.parquet")} {
-		if _, err := Verl(ctx, l, m, p, VerlOptions{}); !errors.Is(err, outfile.ErrInsideLake) {
+		if _, err := Verl(ctx, l, m, p, VerlOptions{TextOnly: true}); !errors.Is(err, outfile.ErrInsideLake) {
 			t.Errorf("export verl %s: %v", p, err)
 		}
 	}
@@ -98,7 +98,7 @@ func TestVerlOutNeverDestroys(t *testing.T) {
 		t.Fatal("export verl wrote into the lake")
 	}
 	base := t.TempDir()
-	if _, err := Verl(ctx, l, m, base, VerlOptions{}); !errors.Is(err, outfile.ErrExists) {
+	if _, err := Verl(ctx, l, m, base, VerlOptions{TextOnly: true}); !errors.Is(err, outfile.ErrExists) {
 		t.Fatalf("export verl onto a folder: %v", err)
 	}
 	// A FIFO is written through, not replaced.
@@ -111,7 +111,7 @@ func TestVerlOutNeverDestroys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if rep, err := Verl(ctx, l, m, fifo, VerlOptions{}); err != nil || rep.Rows != 2 {
+	if rep, err := Verl(ctx, l, m, fifo, VerlOptions{TextOnly: true}); err != nil || rep.Rows != 2 {
 		t.Fatalf("export verl to a FIFO: %+v %v", rep, err)
 	}
 	buf := make([]byte, 4)
@@ -122,7 +122,7 @@ func TestVerlOutNeverDestroys(t *testing.T) {
 		t.Fatal("the FIFO was replaced")
 	}
 	out := filepath.Join(base, "pool.parquet")
-	if _, err := Verl(ctx, l, m, out, VerlOptions{}); err != nil {
+	if _, err := Verl(ctx, l, m, out, VerlOptions{TextOnly: true}); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := os.Stat(out); st.Mode() != outfile.FileMode() {

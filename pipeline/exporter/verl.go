@@ -8,10 +8,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/outfile"
@@ -24,8 +20,18 @@ type VerlOptions struct {
 	// per pick, in rank order) instead of the whole task pool.
 	Batch *int32
 	// Segments writes the segments table as flat pre-tokenized training
-	// items instead of prompts.
+	// items instead of prompts (see SegmentsSchema); Images then says which
+	// image data the rows carry (ImagesNone or ImagesInline).
 	Segments bool
+	Images   ImagesMode
+	// TextOnly writes prompts without screenshots: no images column, no
+	// <image> placeholder, no system prompt (the form before multimodal
+	// rows).
+	TextOnly bool
+	// SkipWithoutImage leaves out tasks that have no screenshot (no rollout
+	// in the lake, and not a simulator task) instead of failing; the
+	// report counts them.
+	SkipWithoutImage bool
 }
 
 // VerlReport says what Verl wrote.
@@ -34,15 +40,31 @@ type VerlReport struct {
 	Out      string `json:"out"`
 	Rows     int    `json:"rows"`
 	Shape    string `json:"shape"` // pool, batch or segments
+	// Images counts rows whose screenshot came from a rollout in the lake
+	// and rows whose screenshot the simulator rendered; Skipped the tasks
+	// left out for want of one (SkipWithoutImage).
+	FromRollouts int `json:"images_from_rollouts,omitempty"`
+	Rendered     int `json:"images_rendered,omitempty"`
+	Skipped      int `json:"skipped_without_image,omitempty"`
 }
 
 // rowsPerGroup fixes the row-group size so that output bytes never depend on
-// buffering.
-const rowsPerGroup = 4096
+// buffering; imageRowsPerGroup is the size for rows that carry images, as
+// datasets writes image datasets in small row groups.
+const (
+	rowsPerGroup      = 4096
+	imageRowsPerGroup = 100
+)
 
 // DataSourcePrefix starts every data_source value; verl picks the reward
-// function by data_source, so a user's reward function can match it.
+// function by data_source, and its default_compute_score knows none of
+// ours, so a custom reward function (examples/verl/cualake_reward.py) must
+// be configured.
 const DataSourcePrefix = "cualake/"
+
+// ImageToken is the placeholder verl's RLHFDataset and LLaMA-Factory replace
+// with an image, one per entry of the images column, in order.
+const ImageToken = "<image>"
 
 var (
 	messageType = arrow.StructOf(
@@ -63,6 +85,11 @@ var (
 		{Name: "source", Type: arrow.BinaryTypes.String},
 		{Name: "origin", Type: arrow.BinaryTypes.String},
 	}
+	imageExtra = []arrow.Field{
+		{Name: "image_hash", Type: arrow.BinaryTypes.String},
+		{Name: "image_source", Type: arrow.BinaryTypes.String},
+		{Name: "seed", Type: arrow.PrimitiveTypes.Int64},
+	}
 	batchExtra = []arrow.Field{
 		{Name: "iteration", Type: arrow.PrimitiveTypes.Int32},
 		{Name: "rank", Type: arrow.PrimitiveTypes.Int32},
@@ -71,237 +98,279 @@ var (
 	}
 )
 
-// VerlPromptSchema is the Arrow schema of a verl RL dataset as verl's data
-// preprocessing scripts write it: data_source, prompt (chat messages),
-// ability, reward_model {style, ground_truth} and extra_info {split, index,
-// ...}; a batch export adds iteration, rank, channel and weight to
-// extra_info.
-func VerlPromptSchema(batch bool) *arrow.Schema {
+// VerlPromptSchema is the Arrow schema of a text-only verl RL dataset as
+// verl's data preprocessing scripts write it: data_source, prompt (chat
+// messages), ability, reward_model {style, ground_truth} and extra_info
+// {split, index, ...}; a batch export adds iteration, rank, channel and
+// weight to extra_info.
+func VerlPromptSchema(batch bool) *arrow.Schema { return verlSchema(batch, false) }
+
+// VerlImageSchema is VerlPromptSchema in verl's multimodal form (its geo3k
+// preprocessing): an images column, a list of Image {bytes, path}, after
+// the prompt, and extra_info with the screenshot's hash, source and seed.
+func VerlImageSchema(batch bool) *arrow.Schema { return verlSchema(batch, true) }
+
+func verlSchema(batch, images bool) *arrow.Schema {
 	extra := append([]arrow.Field{}, poolExtra...)
+	if images {
+		extra = append(extra, imageExtra...)
+	}
 	if batch {
 		extra = append(extra, batchExtra...)
 	}
-	return arrow.NewSchema([]arrow.Field{
+	fields := []arrow.Field{
 		{Name: "data_source", Type: arrow.BinaryTypes.String},
 		{Name: "prompt", Type: arrow.ListOf(messageType)},
-		{Name: "ability", Type: arrow.BinaryTypes.String},
-		{Name: "reward_model", Type: rewardModelType},
-		{Name: "extra_info", Type: arrow.StructOf(extra...)},
-	}, nil)
+	}
+	if images {
+		fields = append(fields, arrow.Field{Name: "images", Type: arrow.ListOf(ImageType)})
+	}
+	fields = append(fields,
+		arrow.Field{Name: "ability", Type: arrow.BinaryTypes.String},
+		arrow.Field{Name: "reward_model", Type: rewardModelType},
+		arrow.Field{Name: "extra_info", Type: arrow.StructOf(extra...)})
+	return arrow.NewSchema(fields, nil)
 }
-
-// SegmentsSchema is the flat schema of pre-tokenized training items.
-var SegmentsSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "segment_id", Type: arrow.BinaryTypes.String},
-	{Name: "trajectory_id", Type: arrow.BinaryTypes.String},
-	{Name: "group_id", Type: arrow.BinaryTypes.String},
-	{Name: "input_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)},
-	{Name: "loss_mask", Type: arrow.ListOf(arrow.PrimitiveTypes.Int8)},
-	{Name: "logprobs", Type: arrow.ListOf(arrow.PrimitiveTypes.Float32)},
-	{Name: "has_logprobs", Type: arrow.FixedWidthTypes.Boolean}, // false: the rollout recorded none; recompute them
-	{Name: "advantage", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "reward", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "policy_version", Type: arrow.PrimitiveTypes.Int32},
-}, nil)
 
 // Verl writes snapshot m to the Parquet file out: the task pool (default),
 // one iteration's batch, or the segments, by outfile's rules: a regular file
 // is replaced atomically, a device or FIFO written through, and a directory
-// or a path inside a lake refused.
+// or a path inside a lake refused. Everything the rows need (tables,
+// screenshots) is checked before out is touched.
 func Verl(ctx context.Context, l *lake.Lake, m *lake.Manifest, out string, opts VerlOptions) (*VerlReport, error) {
-	if opts.Segments && opts.Batch != nil {
-		return nil, fmt.Errorf("export verl: --segments and --batch exclude each other")
-	}
-	shape := "pool"
-	schema := VerlPromptSchema(false)
-	switch {
-	case opts.Segments:
-		shape, schema = "segments", SegmentsSchema
-		if _, ok := m.Tables[schemas.Segments.Name]; !ok {
-			return nil, fmt.Errorf("export verl --segments: snapshot %s has no segments table (run the segment stage)", m.ID[:12])
-		}
-	case opts.Batch != nil:
-		shape, schema = "batch", VerlPromptSchema(true)
-	}
-	rep := &VerlReport{Snapshot: m.ID, Out: out, Shape: shape}
-	err := outfile.Write(out, func(w io.Writer) error { return writeVerl(ctx, l, m, w, schema, opts, rep) }, lakeRoots(l)...)
+	rep, err := verl(ctx, l, m, out, opts)
 	if err != nil {
 		return nil, fmt.Errorf("export verl: %w", err)
 	}
 	return rep, nil
 }
 
-// writeVerl writes the rows of rep.Shape to w as one Parquet file.
-func writeVerl(ctx context.Context, l *lake.Lake, m *lake.Manifest, w io.Writer, schema *arrow.Schema, opts VerlOptions, rep *VerlReport) error {
-	props := parquet.NewWriterProperties(
-		parquet.WithCreatedBy("cualake version "+lake.CodeVersion),
-		parquet.WithCompression(compress.Codecs.Zstd),
-		parquet.WithMaxRowGroupLength(rowsPerGroup))
-	fw, err := pqarrow.NewFileWriter(schema, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+func verl(ctx context.Context, l *lake.Lake, m *lake.Manifest, out string, opts VerlOptions) (*VerlReport, error) {
+	if opts.Segments && opts.Batch != nil {
+		return nil, fmt.Errorf("--segments and --batch exclude each other")
+	}
+	if err := outfile.CheckOutsideLakes(out, lakeRoots(l)...); err != nil {
+		return nil, err
+	}
+	rep := &VerlReport{Snapshot: m.ID, Out: out, Shape: "pool"}
+	if opts.Segments {
+		rep.Shape = "segments"
+		if opts.Images == ImagesFiles {
+			return nil, fmt.Errorf("--segments writes one file: --images files needs a folder (use cualake export segments)")
+		}
+		plan, err := planSegments(ctx, l, m, opts.Images)
+		if err != nil {
+			return nil, err
+		}
+		err = outfile.Write(out, func(w io.Writer) error {
+			n, err := plan.write(ctx, w)
+			rep.Rows = n
+			return err
+		}, lakeRoots(l)...)
+		return rep, err
+	}
+	if opts.Batch != nil {
+		rep.Shape = "batch"
+	}
+	rows, err := promptRows(ctx, l, m, opts.Batch)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rb := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer rb.Release()
-	pending := 0
-	flush := func() error {
-		if pending == 0 {
-			return nil
+	images := !opts.TextOnly
+	schema := verlSchema(opts.Batch != nil, images)
+	var shots map[string]*Screenshot
+	var pixels map[string][]byte
+	perRG := rowsPerGroup
+	if images {
+		tasks := make([]*schemas.Task, 0, len(rows))
+		seen := map[string]bool{}
+		for _, r := range rows {
+			if !seen[r.task.TaskID] {
+				seen[r.task.TaskID] = true
+				tasks = append(tasks, r.task)
+			}
 		}
-		rec := rb.NewRecordBatch()
-		defer rec.Release()
-		pending = 0
-		return fw.Write(rec)
-	}
-	add := func() error {
-		rep.Rows++
-		pending++
-		if pending == rowsPerGroup {
-			return flush()
+		if shots, err = TaskScreenshots(ctx, l, m, tasks, opts.SkipWithoutImage); err != nil {
+			return nil, err
 		}
-		return nil
+		kept := rows[:0]
+		for _, r := range rows {
+			if shots[r.task.TaskID] == nil {
+				rep.Skipped++
+				continue
+			}
+			kept = append(kept, r)
+		}
+		rows = kept
+		want, rendered := map[string]bool{}, map[string][]byte{}
+		for _, s := range shots {
+			want[s.Hash] = true
+			if s.Bytes != nil {
+				rendered[s.Hash] = s.Bytes
+			}
+		}
+		bi, err := resolveImages(ctx, l, m, want, rendered)
+		if err != nil {
+			return nil, err
+		}
+		if pixels, err = bi.Bytes(ctx); err != nil {
+			return nil, err
+		}
+		if schema, err = withHFMetadata(schema); err != nil {
+			return nil, err
+		}
+		perRG = imageRowsPerGroup
 	}
-	switch rep.Shape {
-	case "segments":
-		err = lake.ScanTable(ctx, l, m, schemas.Segments, 1024, func(rows []schemas.Segment) error {
-			for i := range rows {
-				appendSegment(rb, &rows[i])
-				if err := add(); err != nil {
-					return err
+	err = outfile.Write(out, func(w io.Writer) error {
+		tw, err := newTableWriter(w, schema, perRG)
+		if err != nil {
+			return err
+		}
+		for i, r := range rows {
+			var shot *Screenshot
+			if images {
+				shot = shots[r.task.TaskID]
+				if shot.Bytes != nil {
+					rep.Rendered++
+				} else {
+					rep.FromRollouts++
 				}
 			}
-			return nil
-		})
-	case "batch":
-		err = writeBatch(ctx, l, m, *opts.Batch, rb, add)
-	default:
-		err = lake.ScanTable(ctx, l, m, schemas.Tasks, 1024, func(rows []schemas.Task) error {
-			for i := range rows {
-				appendPrompt(rb, &rows[i], int64(rep.Rows), nil)
-				if err := add(); err != nil {
-					return err
-				}
+			appendPrompt(tw, r.task, int64(i), r.pick, shot, pixels)
+			if err := tw.Row(); err != nil {
+				tw.Close()
+				return err
 			}
-			return nil
-		})
+		}
+		rep.Rows = tw.rows
+		return tw.Close()
+	}, lakeRoots(l)...)
+	if err != nil {
+		return nil, err
 	}
-	if err == nil {
-		err = flush()
-	}
-	if cerr := fw.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return rep, nil
 }
 
-// writeBatch writes the picks of one iteration in rank order, each with its
-// task's prompt.
-func writeBatch(ctx context.Context, l *lake.Lake, m *lake.Manifest, iter int32, rb *array.RecordBuilder, add func() error) error {
+// promptRow is one prompt to write: a task, and the pick of a batch.
+type promptRow struct {
+	task *schemas.Task
+	pick *schemas.Batch
+}
+
+// promptRows lists the tasks of the pool in table order, or the picks of
+// one iteration in rank order with their tasks.
+func promptRows(ctx context.Context, l *lake.Lake, m *lake.Manifest, iter *int32) ([]promptRow, error) {
+	if _, ok := m.Tables[schemas.Tasks.Name]; !ok {
+		return nil, fmt.Errorf("snapshot %s has no tasks table", m.ID[:12])
+	}
+	tasks, err := lake.ReadTable(ctx, l, m, schemas.Tasks)
+	if err != nil {
+		return nil, err
+	}
+	if iter == nil {
+		out := make([]promptRow, len(tasks))
+		for i := range tasks {
+			out[i] = promptRow{task: &tasks[i]}
+		}
+		return out, nil
+	}
+	if _, ok := m.Tables[schemas.Batches.Name]; !ok {
+		return nil, fmt.Errorf("snapshot %s has no batches table (run the sample stage)", m.ID[:12])
+	}
 	var picks []schemas.Batch
-	err := lake.ScanTable(ctx, l, m, schemas.Batches, 4096, func(rows []schemas.Batch) error {
+	err = lake.ScanTable(ctx, l, m, schemas.Batches, 4096, func(rows []schemas.Batch) error {
 		for _, r := range rows {
-			if r.Iteration == iter {
+			if r.Iteration == *iter {
 				picks = append(picks, r)
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(picks) == 0 {
-		return fmt.Errorf("snapshot %s has no batch for iteration %d", m.ID[:12], iter)
+		return nil, fmt.Errorf("snapshot %s has no batch for iteration %d", m.ID[:12], *iter)
 	}
 	sort.Slice(picks, func(a, b int) bool { return picks[a].Rank < picks[b].Rank })
-	need := map[string]*schemas.Task{}
-	for _, p := range picks {
-		need[p.TaskID] = nil
+	byID := make(map[string]*schemas.Task, len(tasks))
+	for i := range tasks {
+		byID[tasks[i].TaskID] = &tasks[i]
 	}
-	err = lake.ScanTable(ctx, l, m, schemas.Tasks, 1024, func(rows []schemas.Task) error {
-		for i := range rows {
-			if _, ok := need[rows[i].TaskID]; ok {
-				t := rows[i]
-				need[t.TaskID] = &t
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
+	out := make([]promptRow, len(picks))
 	for i := range picks {
-		t := need[picks[i].TaskID]
+		t := byID[picks[i].TaskID]
 		if t == nil {
-			return fmt.Errorf("batch %d rank %d names task %s, which the snapshot lacks", iter, picks[i].Rank, picks[i].TaskID)
+			return nil, fmt.Errorf("batch %d rank %d names task %s, which the tasks table lacks", *iter, picks[i].Rank, picks[i].TaskID)
 		}
-		appendPrompt(rb, t, int64(i), &picks[i])
-		if err := add(); err != nil {
-			return err
-		}
+		out[i] = promptRow{task: t, pick: &picks[i]}
 	}
-	return nil
+	return out, nil
 }
 
-// appendPrompt adds one task as a verl prompt row: the instruction is the
-// user message; the judge is the rule-style ground truth that cualake's
-// environment reward evaluates.
-func appendPrompt(rb *array.RecordBuilder, t *schemas.Task, index int64, pick *schemas.Batch) {
-	rb.Field(0).(*array.StringBuilder).Append(DataSourcePrefix + t.Domain)
-	pl := rb.Field(1).(*array.ListBuilder)
+// appendPrompt adds one task as a verl prompt row: the judge is the
+// rule-style ground truth that cualake's environment reward evaluates. With
+// a screenshot, the prompt is the rollout policy's first context (its
+// system prompt, then the task and <image>) and the images column holds the
+// screenshot; without, the instruction alone is the user message.
+func appendPrompt(tw *tableWriter, t *schemas.Task, index int64, pick *schemas.Batch, shot *Screenshot, pixels map[string][]byte) {
+	domain, app := NormalizeName(t.Domain), NormalizeName(t.App)
+	if app == "" {
+		app = domain
+	}
+	col := 0
+	next := func() array.Builder { b := tw.Field(col); col++; return b }
+	next().(*array.StringBuilder).Append(DataSourcePrefix + domain)
+	pl := next().(*array.ListBuilder)
 	pl.Append(true)
 	msg := pl.ValueBuilder().(*array.StructBuilder)
-	msg.Append(true)
-	msg.FieldBuilder(0).(*array.StringBuilder).Append("user")
-	msg.FieldBuilder(1).(*array.StringBuilder).Append(t.Instruction)
-	ability := t.App
-	if ability == "" {
-		ability = t.Domain
+	addMsg := func(role, content string) {
+		msg.Append(true)
+		msg.FieldBuilder(0).(*array.StringBuilder).Append(role)
+		msg.FieldBuilder(1).(*array.StringBuilder).Append(content)
 	}
-	rb.Field(2).(*array.StringBuilder).Append(ability)
-	rm := rb.Field(3).(*array.StructBuilder)
+	if shot == nil {
+		addMsg("user", t.Instruction)
+	} else {
+		addMsg("system", PolicySystemPrompt)
+		addMsg("user", TaskIntro(t.Instruction, nil)+"\n"+ImageToken)
+		il := next().(*array.ListBuilder)
+		il.Append(true)
+		appendImage(il.ValueBuilder().(*array.StructBuilder), pixels[shot.Hash], shot.Hash+".png")
+	}
+	next().(*array.StringBuilder).Append(domain)
+	rm := next().(*array.StructBuilder)
 	rm.Append(true)
 	rm.FieldBuilder(0).(*array.StringBuilder).Append("rule")
 	rm.FieldBuilder(1).(*array.StringBuilder).Append(t.Judge)
-	ex := rb.Field(4).(*array.StructBuilder)
+	ex := next().(*array.StructBuilder)
 	ex.Append(true)
 	split := t.Split
 	if split == "" {
 		split = "train"
 	}
-	str := func(i int, s string) { ex.FieldBuilder(i).(*array.StringBuilder).Append(s) }
-	str(0, split)
-	ex.FieldBuilder(1).(*array.Int64Builder).Append(index)
-	str(2, t.TaskID)
-	str(3, t.Domain)
-	str(4, t.App)
-	str(5, t.Instruction)
-	str(6, t.Setup)
-	ex.FieldBuilder(7).(*array.BooleanBuilder).Append(t.Feasible)
-	str(8, t.Source)
-	str(9, t.Origin)
-	if pick != nil {
-		ex.FieldBuilder(10).(*array.Int32Builder).Append(pick.Iteration)
-		ex.FieldBuilder(11).(*array.Int32Builder).Append(pick.Rank)
-		str(12, pick.Channel)
-		ex.FieldBuilder(13).(*array.Float64Builder).Append(pick.Weight)
+	f := 0
+	field := func() array.Builder { b := ex.FieldBuilder(f); f++; return b }
+	str := func(s string) { field().(*array.StringBuilder).Append(s) }
+	str(split)
+	field().(*array.Int64Builder).Append(index)
+	str(t.TaskID)
+	str(domain)
+	str(app)
+	str(t.Instruction)
+	str(t.Setup)
+	field().(*array.BooleanBuilder).Append(t.Feasible)
+	str(t.Source)
+	str(t.Origin)
+	if shot != nil {
+		str(shot.Hash)
+		str(shot.Source)
+		field().(*array.Int64Builder).Append(shot.Seed)
 	}
-}
-
-func appendSegment(rb *array.RecordBuilder, s *schemas.Segment) {
-	rb.Field(0).(*array.StringBuilder).Append(s.SegmentID)
-	rb.Field(1).(*array.StringBuilder).Append(s.TrajectoryID)
-	rb.Field(2).(*array.StringBuilder).Append(s.GroupID)
-	ids := rb.Field(3).(*array.ListBuilder)
-	ids.Append(true)
-	ids.ValueBuilder().(*array.Int32Builder).AppendValues(s.InputIDs, nil)
-	mask := rb.Field(4).(*array.ListBuilder)
-	mask.Append(true)
-	mask.ValueBuilder().(*array.Int8Builder).AppendValues(s.LossMask, nil)
-	lp := rb.Field(5).(*array.ListBuilder)
-	lp.Append(true)
-	lp.ValueBuilder().(*array.Float32Builder).AppendValues(s.Logprobs, nil)
-	rb.Field(6).(*array.BooleanBuilder).Append(s.HasLogprobs)
-	rb.Field(7).(*array.Float64Builder).Append(s.Advantage)
-	rb.Field(8).(*array.Float64Builder).Append(s.Reward)
-	rb.Field(9).(*array.Int32Builder).Append(s.PolicyVersion)
+	if pick != nil {
+		field().(*array.Int32Builder).Append(pick.Iteration)
+		field().(*array.Int32Builder).Append(pick.Rank)
+		str(pick.Channel)
+		field().(*array.Float64Builder).Append(pick.Weight)
+	}
 }

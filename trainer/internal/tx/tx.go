@@ -615,3 +615,38 @@ func (s *Scope) PickActions(lp *ts.Tensor, actions [][]int32, dev gotch.Device) 
 	picked := s.Squeeze(s.Gather(lp, 2, idx), 2)
 	return s.Mul(picked, s.Float32s(mask, []int64{B, L}, dev))
 }
+
+// Triu keeps the elements on and above the diagonal-th diagonal of the last
+// two dims (j - i >= diagonal) and zeroes the rest.
+func (s *Scope) Triu(x *ts.Tensor, diagonal int64) *ts.Tensor {
+	return s.un("triu", x, func() (*ts.Tensor, error) { return x.Triu(diagonal, false) })
+}
+
+// Ones makes a float32 tensor of ones.
+func (s *Scope) Ones(shape []int64, dev gotch.Device) *ts.Tensor {
+	if !s.ok() {
+		return nil
+	}
+	r, err := ts.Ones(shape, gotch.Float, dev)
+	return s.Track("ones", r, err)
+}
+
+// IndexSelect picks the entries idx (int64) of x along dim.
+func (s *Scope) IndexSelect(x *ts.Tensor, dim int64, idx *ts.Tensor) *ts.Tensor {
+	return s.bin("index select", x, idx, func() (*ts.Tensor, error) { return x.IndexSelect(dim, idx, false) })
+}
+
+// IndexCopy returns x with its entries idx along dim replaced by the rows of
+// src (differentiable in both).
+func (s *Scope) IndexCopy(x *ts.Tensor, dim int64, idx, src *ts.Tensor) *ts.Tensor {
+	if !s.ok(x, idx, src) {
+		return nil
+	}
+	r, err := x.IndexCopy(dim, idx, src, false)
+	return s.Track("index copy", r, err)
+}
+
+// Argmax returns the index of the largest entry along dim.
+func (s *Scope) Argmax(x *ts.Tensor, dim int64) *ts.Tensor {
+	return s.un("argmax", x, func() (*ts.Tensor, error) { return x.Argmax([]int64{dim}, false, false) })
+}

@@ -1,0 +1,103 @@
+package causal
+
+import (
+	"math/rand/v2"
+	"syscall"
+	"testing"
+
+	"github.com/sugarme/gotch"
+
+	"github.com/cualake/cualake/trainer"
+	"github.com/cualake/cualake/trainer/internal/tx"
+)
+
+// The fixed benchmark item, mirrored by trainer/bench/causal_torch.py: the
+// default config over a 2,000-id vocabulary, one stream of 2,048 tokens
+// holding 8 screenshots (8 patches each), every 16th token trained; ids and
+// pixels from PCG(1, 2).
+const (
+	benchVocab  = 2000
+	benchTokens = 2048
+	benchImages = 8
+	benchEvery  = 16
+)
+
+// benchItem builds the item: compact ids are tokenizer ids 1..vocab-1 here
+// (id 0 is <unk>, never used), the template tokens at the top.
+func benchItem(b testing.TB) (*Model, Item) {
+	sp := Special{ImStart: benchVocab - 5, ImEnd: benchVocab - 4, VisionStart: benchVocab - 3, VisionEnd: benchVocab - 2, ImagePad: benchVocab - 1}
+	ids := make([]int32, benchVocab-1)
+	for i := range ids {
+		ids[i] = int32(i + 1)
+	}
+	im, err := NewIDMap(ids)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := DefaultConfig(im.Size())
+	m, err := New(cfg, im, sp, "bench", gotch.CPU, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	n := cfg.ImageTokens()
+	var toks []int32
+	var imgs [][][]float32
+	gap := benchTokens/benchImages - n - 2
+	for img := 0; img < benchImages; img++ {
+		toks = append(toks, sp.VisionStart)
+		for k := 0; k < n; k++ {
+			toks = append(toks, sp.ImagePad)
+		}
+		toks = append(toks, sp.VisionEnd)
+		imgs = append(imgs, testImage(r, n, cfg.PatchDim()))
+		for k := 0; k < gap; k++ {
+			toks = append(toks, int32(1+r.IntN(benchVocab-6)))
+		}
+	}
+	mask := make([]int8, len(toks))
+	for k := benchEvery - 1; k < len(toks); k += benchEvery {
+		if toks[k] < sp.ImStart {
+			mask[k] = 1
+		}
+	}
+	return m, Item{ID: "bench", IDs: toks, Mask: mask, Logp: make([]float32, len(toks)), Images: imgs}
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+}
+
+// BenchmarkCausalForwardBackward measures one item's forward pass, its
+// token cross-entropy on the trained positions and the backward pass (no
+// optimiser step), as SFTStep runs it; tokens/s counts the whole stream.
+func BenchmarkCausalForwardBackward(b *testing.B) {
+	m, it := benchItem(b)
+	defer m.Close()
+	opt, err := trainer.NewOptimizerOver(m.Parameters(), 1e-3) // to zero the gradients
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer opt.Close()
+	if _, _, err := m.sftItem(&it, 1); err != nil { // warm-up
+		b.Fatal(err)
+	}
+	cpu0 := cpuSeconds()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := opt.ZeroGrad(); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := m.sftItem(&it, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	cpu := cpuSeconds() - cpu0
+	toks := float64(b.N * len(it.IDs))
+	b.ReportMetric(toks/b.Elapsed().Seconds(), "tokens/s")
+	b.ReportMetric(toks/cpu, "tokens/cpu-s")
+	b.ReportMetric(float64(tx.Threads()), "threads")
+}

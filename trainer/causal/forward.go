@@ -1,0 +1,310 @@
+package causal
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/sugarme/gotch/ts"
+
+	"github.com/cualake/cualake/trainer/internal/tx"
+)
+
+// Input is one token stream in tokenizer ids and, for each
+// <|vision_start|> ... <|vision_end|> block in it, in order, the
+// screenshot's patches: Config.ImageTokens vectors of Config.PatchDim
+// values (Patches makes them from a PNG).
+type Input struct {
+	IDs    []int32
+	Images [][][]float32
+}
+
+// stream is an Input checked and turned into what the forward pass reads.
+type stream struct {
+	ids    []int64   // compact ids
+	padPos []int64   // positions of the <|image_pad|> tokens
+	padIdx []int64   // each pad's index within its screenshot
+	feats  []float32 // [len(padPos), PatchDim] the pads' patches
+}
+
+// prepare checks in (starting at absolute position pos0) and converts it.
+// Vision blocks must be whole: every <|vision_start|> is closed by a
+// <|vision_end|> after exactly ImageTokens pads, and pads occur only there.
+func (m *Model) prepare(in Input, pos0 int) (*stream, error) {
+	c := m.cfg
+	if len(in.IDs) == 0 {
+		return nil, errors.New("empty stream")
+	}
+	if pos0+len(in.IDs) > c.MaxContext {
+		return nil, fmt.Errorf("stream reaches %d tokens, max_context is %d", pos0+len(in.IDs), c.MaxContext)
+	}
+	st := &stream{ids: make([]int64, len(in.IDs))}
+	sp, n, pd := m.special, c.ImageTokens(), c.PatchDim()
+	block, pads := -1, 0 // block: index of the open vision block, -1 when none
+	blocks := 0
+	for i, id := range in.IDs {
+		if id < 0 {
+			return nil, fmt.Errorf("token %d: negative id %d", pos0+i, id)
+		}
+		st.ids[i] = int64(m.ids.Compact(id))
+		switch id {
+		case sp.VisionStart:
+			if block >= 0 {
+				return nil, fmt.Errorf("token %d: vision block opened inside another", pos0+i)
+			}
+			if blocks >= len(in.Images) {
+				return nil, fmt.Errorf("token %d: vision block %d has no screenshot (%d given)", pos0+i, blocks, len(in.Images))
+			}
+			block, pads = blocks, 0
+			blocks++
+		case sp.ImagePad:
+			if block < 0 {
+				return nil, fmt.Errorf("token %d: image pad outside a vision block", pos0+i)
+			}
+			if pads >= n {
+				return nil, fmt.Errorf("token %d: vision block %d has more than %d image pads", pos0+i, block, n)
+			}
+			img := in.Images[block]
+			if len(img) != n {
+				return nil, fmt.Errorf("screenshot %d has %d patches, the model reads %d", block, len(img), n)
+			}
+			f := img[pads]
+			if len(f) != pd {
+				return nil, fmt.Errorf("screenshot %d patch %d has %d values, patch_dim is %d", block, pads, len(f), pd)
+			}
+			for _, x := range f {
+				if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+					return nil, fmt.Errorf("screenshot %d patch %d has a non-finite value", block, pads)
+				}
+			}
+			st.padPos = append(st.padPos, int64(i))
+			st.padIdx = append(st.padIdx, int64(pads))
+			st.feats = append(st.feats, f...)
+			pads++
+		case sp.VisionEnd:
+			if block < 0 {
+				return nil, fmt.Errorf("token %d: vision block closed but never opened", pos0+i)
+			}
+			if pads != n {
+				return nil, fmt.Errorf("token %d: vision block %d holds %d image pads, the model reads %d per screenshot", pos0+i, block, pads, n)
+			}
+			block = -1
+		}
+	}
+	if block >= 0 {
+		return nil, fmt.Errorf("vision block %d is not closed by the end of the stream", block)
+	}
+	if blocks != len(in.Images) {
+		return nil, fmt.Errorf("%d screenshots for %d vision blocks", len(in.Images), blocks)
+	}
+	return st, nil
+}
+
+// cache holds each layer's keys and values [H, P, dh] of the tokens seen so
+// far, for incremental decoding.
+type cache struct {
+	k, v []*ts.Tensor
+	n    int
+}
+
+func (c *cache) drop() {
+	for _, t := range append(c.k, c.v...) {
+		if t != nil {
+			_ = t.Drop()
+		}
+	}
+	c.k, c.v, c.n = nil, nil, 0
+}
+
+// hidden runs the stack over st (at absolute positions from the cache's
+// length on, or 0 without a cache) and returns the final-LN'd hidden states
+// [T, D]. With a cache, the stream's keys and values are appended to it and
+// attention covers the cached tokens too.
+func (m *Model) hidden(s *tx.Scope, st *stream, c *cache) *ts.Tensor {
+	cfg := m.cfg
+	T, D, H := int64(len(st.ids)), int64(cfg.Dim), int64(cfg.Heads)
+	dh := D / H
+	P := int64(0)
+	if c != nil {
+		P = int64(c.n)
+		if c.k == nil {
+			c.k, c.v = make([]*ts.Tensor, cfg.Layers), make([]*ts.Tensor, cfg.Layers)
+		}
+	}
+	x := s.Embedding(m.w("embed"), s.Int64s(st.ids, []int64{T}, m.dev))
+	if n := int64(len(st.padPos)); n > 0 {
+		f := s.Float32s(st.feats, []int64{n, int64(cfg.PatchDim())}, m.dev)
+		proj := s.Add(s.Linear(f, m.w("vision.w"), m.w("vision.b")),
+			s.IndexSelect(m.w("vision.pos"), 0, s.Int64s(st.padIdx, []int64{n}, m.dev)))
+		x = s.IndexCopy(x, 0, s.Int64s(st.padPos, []int64{n}, m.dev), proj)
+	}
+	x = s.Add(x, s.Narrow(m.pos, 0, P, T))
+	var mask *ts.Tensor
+	if T > 1 {
+		// query i (absolute P+i) may not see keys j > P+i
+		mask = s.MulScalar(s.Triu(s.Ones([]int64{T, P + T}, m.dev), P+1), tx.NegInf)
+	}
+	scale := 1 / math.Sqrt(float64(dh))
+	for l := 0; l < cfg.Layers; l++ {
+		pre := "layer." + strconv.Itoa(l) + "."
+		h := s.LayerNorm(x, m.w(pre+"ln1.w"), m.w(pre+"ln1.b"), D)
+		qkv := s.Permute(s.Reshape(s.Linear(h, m.w(pre+"qkv.w"), m.w(pre+"qkv.b")), T, 3, H, dh), 1, 2, 0, 3) // [3,H,T,dh]
+		q, k, v := s.Select(qkv, 0, 0), s.Select(qkv, 0, 1), s.Select(qkv, 0, 2)
+		if c != nil {
+			if c.k[l] != nil {
+				k, v = s.Cat([]*ts.Tensor{c.k[l], k}, 1), s.Cat([]*ts.Tensor{c.v[l], v}, 1)
+			} else {
+				k, v = s.Contiguous(k), s.Contiguous(v)
+			}
+			if s.Err() == nil {
+				if c.k[l] != nil {
+					_, _ = c.k[l].Drop(), c.v[l].Drop()
+				}
+				c.k[l], c.v[l] = s.Keep(k), s.Keep(v)
+			}
+		}
+		sc := s.MulScalar(s.Matmul(q, s.Transpose(k, -2, -1)), scale) // [H,T,P+T]
+		if mask != nil {
+			sc = s.Add(sc, mask)
+		}
+		o := s.Reshape(s.Permute(s.Matmul(s.Softmax(sc, -1), v), 1, 0, 2), T, D)
+		x = s.Add(x, s.Linear(o, m.w(pre+"out.w"), m.w(pre+"out.b")))
+		h = s.LayerNorm(x, m.w(pre+"ln2.w"), m.w(pre+"ln2.b"), D)
+		x = s.Add(x, s.Linear(s.Gelu(s.Linear(h, m.w(pre+"ff1.w"), m.w(pre+"ff1.b"))), m.w(pre+"ff2.w"), m.w(pre+"ff2.b")))
+	}
+	if c != nil && s.Err() == nil {
+		c.n += int(T)
+	}
+	return s.LayerNorm(x, m.w("lnf.w"), m.w("lnf.b"), D)
+}
+
+// logits scores the next token at the rows at of hidden states h: [L, V],
+// with Unk's score fixed at -1e9.
+func (m *Model) logits(s *tx.Scope, h *ts.Tensor, at []int64) *ts.Tensor {
+	sel := s.IndexSelect(h, 0, s.Int64s(at, []int64{int64(len(at))}, m.dev))
+	return s.Add(s.Linear(sel, m.w("head.w"), m.w("head.b")), m.outMask)
+}
+
+// targets returns the hidden-state rows (k-1) and compact targets of the
+// positions at (each k >= 1 with a mapped token).
+func (m *Model) targets(ids []int32, at []int) ([]int64, [][]int32, error) {
+	rows := make([]int64, len(at))
+	tg := make([]int32, len(at))
+	for i, k := range at {
+		if k < 1 || k >= len(ids) {
+			return nil, nil, fmt.Errorf("position %d outside 1..%d (the first token has no prediction)", k, len(ids)-1)
+		}
+		c := m.ids.Compact(ids[k])
+		if c == Unk {
+			return nil, nil, fmt.Errorf("token %d (id %d) is not in the model's id map, so it cannot be scored", k, ids[k])
+		}
+		rows[i], tg[i] = int64(k-1), c
+	}
+	return rows, [][]int32{tg}, nil
+}
+
+// scored is one stream's forward pass at the positions it scores.
+type scored struct {
+	lp   *ts.Tensor // [1, L, V] log-softmax at the temperature
+	logp *ts.Tensor // [1, L] log-probability of each target
+}
+
+// score runs the forward pass of in and the log-probabilities of its tokens
+// at positions at, under the temperature-scaled distribution.
+func (m *Model) score(s *tx.Scope, in Input, at []int, temperature float64) (*scored, error) {
+	st, err := m.prepare(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	rows, tg, err := m.targets(in.IDs, at)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, errors.New("no positions to score")
+	}
+	h := m.hidden(s, st, nil)
+	lp := s.Unsqueeze(s.LogSoftmaxT(m.logits(s, h, rows), temperature), 0)
+	return &scored{lp: lp, logp: s.PickActions(lp, tg, m.dev)}, s.Err()
+}
+
+// LogProbs returns log p(IDs[k] | IDs[:k]) for every position k in at, under
+// the temperature-scaled distribution (1: the plain model), without gradient
+// tracking. A position must be >= 1 and hold a token of the id map.
+func (m *Model) LogProbs(in Input, at []int, temperature float64) (out []float32, err error) {
+	defer tx.Lock()()
+	defer tx.Recover(&err, "causal log-probs")
+	s := tx.NewScope()
+	defer s.Close()
+	err = tx.NoGrad(func() error {
+		sc, err := m.score(s, in, at, temperature)
+		if err != nil {
+			return err
+		}
+		out, err = tx.ReadFloat32(sc.logp)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("causal log-probs: %w", err)
+	}
+	return out, nil
+}
+
+// Decoder feeds a stream to the model piece by piece, keeping every
+// layer's keys and values, so that each new token costs attention over the
+// stream once instead of a forward pass over all of it. A Decoder belongs to
+// its model and is not safe for concurrent use.
+type Decoder struct {
+	m   *Model
+	c   cache
+	ids []int32
+}
+
+// NewDecoder returns an empty decoder.
+func (m *Model) NewDecoder() *Decoder { return &Decoder{m: m} }
+
+// Tokens returns the stream fed so far.
+func (d *Decoder) Tokens() []int32 { return d.ids }
+
+// Reset empties the decoder.
+func (d *Decoder) Reset() {
+	defer tx.Lock()()
+	d.c.drop()
+	d.ids = d.ids[:0]
+}
+
+// Close releases the cached tensors.
+func (d *Decoder) Close() { d.Reset() }
+
+// Feed appends ids (whole vision blocks only, with their screenshots'
+// patches in images) and returns the log-probabilities of the next token
+// over the compact vocabulary at the temperature (Unk's is about -1e9).
+func (d *Decoder) Feed(ids []int32, images [][][]float32, temperature float64) (out []float32, err error) {
+	defer tx.Lock()()
+	defer tx.Recover(&err, "causal decode")
+	m := d.m
+	st, err := m.prepare(Input{IDs: ids, Images: images}, d.c.n)
+	if err != nil {
+		return nil, fmt.Errorf("causal decode: %w", err)
+	}
+	s := tx.NewScope()
+	defer s.Close()
+	err = tx.NoGrad(func() error {
+		h := m.hidden(s, st, &d.c)
+		lp := s.LogSoftmaxT(m.logits(s, h, []int64{int64(len(ids) - 1)}), temperature)
+		if err := s.Err(); err != nil {
+			return err
+		}
+		out, err = tx.ReadFloat32(lp)
+		return err
+	})
+	if err != nil {
+		// the cache may hold part of this chunk: start over on the next use
+		d.c.drop()
+		d.ids = d.ids[:0]
+		return nil, fmt.Errorf("causal decode: %w", err)
+	}
+	d.ids = append(d.ids, ids...)
+	return out, nil
+}

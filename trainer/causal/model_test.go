@@ -1,0 +1,426 @@
+package causal
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/png"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/sugarme/gotch"
+
+	"github.com/cualake/cualake/trainer"
+	"github.com/cualake/cualake/trainer/internal/tx"
+)
+
+func TestMain(m *testing.M) {
+	if err := tx.SetThreads(1); err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}
+
+// Test ids: words 1..40, the template tokens 100..104.
+var testSpecial = Special{ImStart: 100, ImEnd: 101, VisionStart: 102, VisionEnd: 103, ImagePad: 104}
+
+func testConfig(vocab int) Config {
+	return Config{VocabSize: vocab, Dim: 16, Heads: 2, Layers: 2, FFNDim: 32, MaxContext: 256,
+		ImageCols: 2, ImageRows: 1, PatchSize: 2, MaxResponse: 8}
+}
+
+func testModel(t testing.TB, seed uint64) *Model {
+	t.Helper()
+	var ids []int32
+	for i := int32(1); i <= 40; i++ {
+		ids = append(ids, i)
+	}
+	ids = append(ids, testSpecial.ids()...)
+	im, err := NewIDMap(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(testConfig(im.Size()), im, testSpecial, "test@sha256:0", gotch.CPU, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+// testImage returns n patches of pd values from a seeded stream.
+func testImage(r *rand.Rand, n, pd int) [][]float32 {
+	out := make([][]float32, n)
+	for i := range out {
+		out[i] = make([]float32, pd)
+		for j := range out[i] {
+			out[i][j] = r.Float32()
+		}
+	}
+	return out
+}
+
+// testStream is a chat-like stream with two screenshots and an unmapped id.
+func testStream(m *Model, r *rand.Rand) Input {
+	sp := m.special
+	n, pd := m.cfg.ImageTokens(), m.cfg.PatchDim()
+	var ids []int32
+	var imgs [][][]float32
+	words := func(k int) {
+		for i := 0; i < k; i++ {
+			ids = append(ids, int32(1+r.IntN(40)))
+		}
+	}
+	ids = append(ids, sp.ImStart)
+	words(5)
+	ids = append(ids, 777) // not in the map: reads as <unk>
+	for img := 0; img < 2; img++ {
+		ids = append(ids, sp.ImStart, sp.VisionStart)
+		for k := 0; k < n; k++ {
+			ids = append(ids, sp.ImagePad)
+		}
+		ids = append(ids, sp.VisionEnd)
+		imgs = append(imgs, testImage(r, n, pd))
+		words(4)
+		ids = append(ids, sp.ImEnd)
+		words(3)
+	}
+	return Input{IDs: ids, Images: imgs}
+}
+
+func scorable(m *Model, ids []int32) []int {
+	var at []int
+	for k := 1; k < len(ids); k++ {
+		if m.ids.Known(ids[k]) {
+			at = append(at, k)
+		}
+	}
+	return at
+}
+
+// TestCausal: a token's log-probability does not depend on what follows it.
+func TestCausal(t *testing.T) {
+	m := testModel(t, 1)
+	r := rand.New(rand.NewPCG(3, 4))
+	in := testStream(m, r)
+	at := scorable(m, in.IDs)
+	base, err := m.LogProbs(in, at, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := len(in.IDs) - 4
+	changed := Input{IDs: append([]int32(nil), in.IDs...), Images: in.Images}
+	for k := cut; k < len(changed.IDs); k++ {
+		changed.IDs[k] = 1 + (changed.IDs[k]+7)%40
+	}
+	got, err := m.LogProbs(changed, at, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	differs := false
+	for i, k := range at {
+		if k < cut && got[i] != base[i] {
+			t.Fatalf("position %d (before the change at %d): %v, was %v", k, cut, got[i], base[i])
+		}
+		if k >= cut && got[i] != base[i] {
+			differs = true
+		}
+	}
+	if !differs {
+		t.Fatal("changing the last tokens changed none of their log-probabilities")
+	}
+	// and the screenshots are read: other pixels, other log-probabilities
+	other := Input{IDs: in.IDs, Images: [][][]float32{in.Images[0], testImage(r, m.cfg.ImageTokens(), m.cfg.PatchDim())}}
+	got, err = m.LogProbs(other, at, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slicesEqual(got, base) {
+		t.Fatal("the second screenshot's pixels do not reach the log-probabilities")
+	}
+}
+
+func slicesEqual(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDecoderMatchesFullForward feeds a stream in pieces (whole messages
+// with screenshots, then single tokens) and checks that every next-token
+// distribution the decoder returns gives the full forward pass's
+// log-probability of the token that follows, within 1e-5.
+func TestDecoderMatchesFullForward(t *testing.T) {
+	m := testModel(t, 2)
+	r := rand.New(rand.NewPCG(5, 6))
+	in := testStream(m, r)
+	for _, temp := range []float64{1, 0.8} {
+		at := scorable(m, in.IDs)
+		full, err := m.LogProbs(in, at, temp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[int]float32{}
+		for i, k := range at {
+			want[k] = full[i]
+		}
+		d := m.NewDecoder()
+		// chunks: each message from <|im_start|> to <|im_end|> whole (it
+		// holds a screenshot), the words between messages one by one
+		var chunks [][2]int
+		for k := 0; k < len(in.IDs); {
+			e := k + 1
+			if in.IDs[k] == m.special.ImStart {
+				for e < len(in.IDs) && in.IDs[e-1] != m.special.ImEnd {
+					e++
+				}
+			}
+			chunks = append(chunks, [2]int{k, e})
+			k = e
+		}
+		img, checked := 0, 0
+		for _, ch := range chunks {
+			ids := in.IDs[ch[0]:ch[1]]
+			var imgs [][][]float32
+			for _, id := range ids {
+				if id == m.special.VisionStart {
+					imgs = append(imgs, in.Images[img])
+					img++
+				}
+			}
+			lp, err := d.Feed(ids, imgs, temp)
+			if err != nil {
+				t.Fatalf("feed %v: %v", ch, err)
+			}
+			if next := ch[1]; next < len(in.IDs) {
+				if w, ok := want[next]; ok {
+					got := lp[m.ids.Compact(in.IDs[next])]
+					if math.Abs(float64(got-w)) > 1e-5 {
+						t.Fatalf("T=%v token %d: decoder %v, full forward %v", temp, next, got, w)
+					}
+					checked++
+				}
+			}
+		}
+		d.Close()
+		if checked < 6 {
+			t.Fatalf("only %d positions compared", checked)
+		}
+	}
+}
+
+func TestCheckpointRoundTripAndReproducible(t *testing.T) {
+	a, b := testModel(t, 7), testModel(t, 7)
+	ba, err := a.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb, _ := b.MarshalBinary()
+	if !bytes.Equal(ba, bb) {
+		t.Fatal("same seed, different checkpoint bytes")
+	}
+	c := testModel(t, 8)
+	if bc, _ := c.MarshalBinary(); bytes.Equal(ba, bc) {
+		t.Fatal("different seeds, same bytes")
+	}
+	l, err := Load(ba, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.Tokenizer() != a.Tokenizer() || l.Special() != a.Special() || l.Config() != a.Config() {
+		t.Fatalf("header lost: %+v", l.Config())
+	}
+	bl, _ := l.MarshalBinary()
+	if !bytes.Equal(ba, bl) {
+		t.Fatal("load then save changes the bytes")
+	}
+	in := testStream(a, rand.New(rand.NewPCG(1, 1)))
+	at := scorable(a, in.IDs)
+	x, _ := a.LogProbs(in, at, 1)
+	y, err := l.LogProbs(in, at, 1)
+	if err != nil || !slicesEqual(x, y) {
+		t.Fatalf("loaded model scores differently: %v", err)
+	}
+	for _, bad := range [][]byte{nil, []byte("cualake-policy\x00xxxxxxxx"), ba[:len(ba)-3], append(append([]byte{}, ba...), 0)} {
+		if _, err := Load(bad, gotch.CPU); err == nil {
+			t.Fatalf("loaded a bad checkpoint of %d bytes", len(bad))
+		}
+	}
+}
+
+func TestPrepareRejectsMalformedStreams(t *testing.T) {
+	m := testModel(t, 1)
+	sp := m.special
+	img := testImage(rand.New(rand.NewPCG(1, 2)), 2, m.cfg.PatchDim())
+	cases := []struct {
+		name string
+		in   Input
+		want string
+	}{
+		{"pad outside", Input{IDs: []int32{1, sp.ImagePad, 2}}, "outside a vision block"},
+		{"too few pads", Input{IDs: []int32{1, sp.VisionStart, sp.ImagePad, sp.VisionEnd}, Images: [][][]float32{img}}, "holds 1 image pads"},
+		{"no screenshot", Input{IDs: []int32{1, sp.VisionStart, sp.ImagePad, sp.ImagePad, sp.VisionEnd}}, "has no screenshot"},
+		{"open block", Input{IDs: []int32{1, sp.VisionStart, sp.ImagePad}, Images: [][][]float32{img}}, "not closed"},
+		{"extra image", Input{IDs: []int32{1, 2}, Images: [][][]float32{img}}, "1 screenshots for 0"},
+		{"nan patch", Input{IDs: []int32{1, sp.VisionStart, sp.ImagePad, sp.ImagePad, sp.VisionEnd},
+			Images: [][][]float32{{img[0], make([]float32, m.cfg.PatchDim()-1)}}}, "has 11 values"},
+	}
+	for _, c := range cases {
+		_, err := m.LogProbs(c.in, []int{1}, 1)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
+		}
+	}
+	if _, err := m.LogProbs(Input{IDs: []int32{1, 777}}, []int{1}, 1); err == nil || !strings.Contains(err.Error(), "not in the model's id map") {
+		t.Errorf("scoring an unmapped token: %v", err)
+	}
+}
+
+func TestPatches(t *testing.T) {
+	c := testConfig(10) // 2x1 patches of 2x2 pixels: a 4x2 thumbnail
+	img := image.NewRGBA(image.Rect(0, 0, 8, 4))
+	for y := 0; y < 4; y++ {
+		for x := 0; x < 8; x++ {
+			v := uint8(0)
+			if x >= 4 {
+				v = 255 // right half white
+			}
+			if x == 0 && y == 0 {
+				v = 200
+			}
+			img.Set(x, y, color.RGBA{v, v / 2, 0, 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Patches(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p) != 2 || len(p[0]) != 12 {
+		t.Fatalf("patches %d x %d, want 2 x 12", len(p), len(p[0]))
+	}
+	// thumbnail pixel (0,0) averages source (0..1, 0..1): one 200, three 0
+	if got, want := p[0][0], float32(200.0/4/255); math.Abs(float64(got-want)) > 1e-6 {
+		t.Fatalf("red of the first thumbnail pixel %v, want %v", got, want)
+	}
+	for i, v := range p[1] {
+		want := float32(1)
+		switch i % 3 {
+		case 1:
+			want = 127.0 / 255
+		case 2:
+			want = 0
+		}
+		if math.Abs(float64(v-want)) > 1e-6 {
+			t.Fatalf("right patch value %d is %v, want %v", i, v, want)
+		}
+	}
+	if _, err := c.Patches([]byte("not a png")); err == nil {
+		t.Fatal("decoded garbage")
+	}
+}
+
+// TestSFTLearnsToCopy: the response must repeat the word right after the
+// stream's first screenshot; a few dozen steps of SFT learn it.
+func TestSFTLearnsToCopy(t *testing.T) {
+	m := testModel(t, 3)
+	r := rand.New(rand.NewPCG(9, 9))
+	var items []Item
+	for i := 0; i < 16; i++ {
+		in := testStream(m, r)
+		ids := append(in.IDs, m.special.ImStart)
+		key := in.IDs[len(in.IDs)-8] // a word after the second screenshot
+		ids = append(ids, key, m.special.ImEnd)
+		mask := make([]int8, len(ids))
+		mask[len(ids)-2], mask[len(ids)-1] = 1, 1
+		items = append(items, Item{ID: "it", IDs: ids, Mask: mask, Logp: make([]float32, len(ids)), Images: in.Images})
+	}
+	opt, err := trainer.NewOptimizerOver(m.Parameters(), 1e-2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opt.Close()
+	first, err := SFTStep(m, opt, items, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last trainer.StepMetrics
+	for step := 0; step < 80; step++ {
+		if last, err = SFTStep(m, opt, items, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !(last.Loss < first.Loss/4) || last.TokenAccuracy < 0.9 {
+		t.Fatalf("sft: loss %.3f -> %.3f, accuracy %.2f", first.Loss, last.Loss, last.TokenAccuracy)
+	}
+}
+
+// TestGRPOStepMovesTowardPositiveAdvantage: on-policy items with a
+// positive advantage become likelier, with a negative one less likely.
+func TestGRPOStepMovesTowardPositiveAdvantage(t *testing.T) {
+	for _, sign := range []float32{1, -1} {
+		m := testModel(t, 4)
+		ref, err := m.Clone()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := testStream(m, rand.New(rand.NewPCG(2, 2)))
+		mask := make([]int8, len(in.IDs))
+		at := scorable(m, in.IDs)
+		for _, k := range at[len(at)-3:] {
+			mask[k] = 1
+		}
+		it := Item{ID: "g", IDs: in.IDs, Mask: mask, Logp: make([]float32, len(in.IDs)), HasLogp: true, Advantage: sign, Images: in.Images}
+		before, _ := m.LogProbs(in, it.Trainable(), 0.8)
+		for i, k := range it.Trainable() {
+			it.Logp[k] = before[i]
+		}
+		opt, _ := trainer.NewOptimizerOver(m.Parameters(), 1e-2)
+		opts := trainer.DefaultGRPOOptions()
+		gm, err := GRPOStep(m, ref, opt, []Item{it}, opts)
+		opt.Close()
+		ref.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(gm.RatioMean-1) > 1e-5 || gm.Tokens != 3 {
+			t.Fatalf("on-policy ratio %v over %d tokens", gm.RatioMean, gm.Tokens)
+		}
+		after, _ := m.LogProbs(in, it.Trainable(), 0.8)
+		var d float64
+		for i := range after {
+			d += float64(after[i] - before[i])
+		}
+		if float64(sign)*d <= 0 {
+			t.Fatalf("advantage %v: log-probabilities moved by %v", sign, d)
+		}
+	}
+}
+
+func TestDefaultConfigWeights(t *testing.T) {
+	cfg := DefaultConfig(1000)
+	n := 0
+	for _, sp := range cfg.specs() {
+		k := 1
+		for _, d := range sp.shape {
+			k *= int(d)
+		}
+		n += k
+	}
+	if want := 112960 + 129*1000; n != want {
+		t.Fatalf("default config has %d weights at 1,000 ids, the doc says %d", n, want)
+	}
+}

@@ -1,0 +1,290 @@
+package causal
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/sugarme/gotch/ts"
+
+	"github.com/cualake/cualake/trainer"
+	"github.com/cualake/cualake/trainer/internal/tx"
+)
+
+// Item is one training item exactly as a segments row holds it: the token
+// stream in tokenizer ids, its loss mask (1 on trained tokens), the
+// rollout's log-probabilities (0 where the mask is 0), the advantage, and
+// the patches of the screenshots its vision blocks show. SFT and GRPO read
+// the same items.
+type Item struct {
+	// ID names the item in errors (the segment id).
+	ID string
+	// Group is the rollout group, for mini-batches of whole groups.
+	Group     string
+	IDs       []int32
+	Mask      []int8
+	Logp      []float32
+	HasLogp   bool
+	Advantage float32
+	Images    [][][]float32
+}
+
+// Trainable returns the positions of the item's trained tokens.
+func (it *Item) Trainable() []int {
+	var at []int
+	for k, v := range it.Mask {
+		if v == 1 {
+			at = append(at, k)
+		}
+	}
+	return at
+}
+
+// Check validates what the model does not check itself: equal lengths, a
+// 0/1 mask with at least one trained token and none at position 0, and
+// recorded log-probabilities that are finite and <= 0.
+func (it *Item) Check() error {
+	if len(it.Mask) != len(it.IDs) || len(it.Logp) != len(it.IDs) {
+		return fmt.Errorf("segment %q: input_ids, loss_mask and logprobs have lengths %d, %d, %d; want equal",
+			it.ID, len(it.IDs), len(it.Mask), len(it.Logp))
+	}
+	n := 0
+	for k, v := range it.Mask {
+		switch v {
+		case 0:
+		case 1:
+			if k == 0 {
+				return fmt.Errorf("segment %q: the first token is marked trainable, but nothing predicts it", it.ID)
+			}
+			n++
+			if lp := float64(it.Logp[k]); math.IsNaN(lp) || math.IsInf(lp, 0) || lp > 1e-3 {
+				return fmt.Errorf("segment %q: log-probability %v at token %d, want finite and <= 0", it.ID, lp, k)
+			}
+		default:
+			return fmt.Errorf("segment %q: loss_mask[%d] is %d, want 0 or 1", it.ID, k, v)
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("segment %q has no trainable token", it.ID)
+	}
+	if a := float64(it.Advantage); math.IsNaN(a) || math.IsInf(a, 0) {
+		return fmt.Errorf("segment %q: advantage %v", it.ID, a)
+	}
+	return nil
+}
+
+func (it *Item) input() Input { return Input{IDs: it.IDs, Images: it.Images} }
+
+func checkBatch(batch []Item) (int, error) {
+	if len(batch) == 0 {
+		return 0, errors.New("empty batch")
+	}
+	total := 0
+	for i := range batch {
+		if err := batch[i].Check(); err != nil {
+			return 0, err
+		}
+		total += len(batch[i].Trainable())
+	}
+	return total, nil
+}
+
+// SFTStep is one supervised update: the token cross-entropy of the trained
+// tokens at temperature 1, averaged over all of the batch's trained tokens
+// (each item's backward pass accumulates its share), then Adam with
+// global-norm clipping at maxGradNorm (0: none).
+func SFTStep(m *Model, opt *trainer.Optimizer, batch []Item, maxGradNorm float64) (sm trainer.StepMetrics, err error) {
+	total, err := checkBatch(batch)
+	if err != nil {
+		return sm, fmt.Errorf("causal sft step: %w", err)
+	}
+	if err := opt.ZeroGrad(); err != nil {
+		return sm, fmt.Errorf("causal sft step: %w", err)
+	}
+	hits := 0
+	for i := range batch {
+		l, h, err := m.sftItem(&batch[i], float64(total))
+		if err != nil {
+			return sm, fmt.Errorf("causal sft step: %w", err)
+		}
+		sm.Loss += l
+		hits += h
+	}
+	sm.Tokens = total
+	sm.TokenAccuracy = float64(hits) / float64(total)
+	if sm.GradNorm, err = opt.Apply(maxGradNorm); err != nil {
+		return sm, fmt.Errorf("causal sft step: %w", err)
+	}
+	sm.LR = opt.LR()
+	return sm, nil
+}
+
+// sftItem runs one item's forward and backward pass, its loss scaled by
+// 1/total, and returns its share of the loss and its argmax hits.
+func (m *Model) sftItem(it *Item, total float64) (loss float64, hits int, err error) {
+	defer tx.Lock()()
+	defer tx.Recover(&err, "sft item")
+	s := tx.NewScope()
+	defer s.Close()
+	at := it.Trainable()
+	sc, err := m.score(s, it.input(), at, 1)
+	if err != nil {
+		return 0, 0, fmt.Errorf("segment %q: %w", it.ID, err)
+	}
+	l := s.MulScalar(s.Sum(sc.logp), -1/total)
+	if err := s.Err(); err != nil {
+		return 0, 0, fmt.Errorf("segment %q: %w", it.ID, err)
+	}
+	err = tx.NoGrad(func() error {
+		var e error
+		if loss, e = tx.Scalar(l); e != nil {
+			return e
+		}
+		pred, e := tx.ReadInt64(s.Argmax(sc.lp, -1))
+		if e != nil {
+			return e
+		}
+		for i, k := range at {
+			if pred[i] == int64(m.ids.Compact(it.IDs[k])) {
+				hits++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("segment %q: %w", it.ID, err)
+	}
+	s.Backward(l)
+	if err := s.Err(); err != nil {
+		return 0, 0, fmt.Errorf("segment %q: backward: %w", it.ID, err)
+	}
+	return loss, hits, nil
+}
+
+// GRPOStep is one clipped-surrogate update (trainer.LossConfig: DAPO's
+// asymmetric clip, the ratio cap, the bounded k3 KL to ref, nil for none)
+// on the batch, with each item's recorded log-probabilities as the old
+// policy (the current policy's, detached, where an item has none) at
+// opts.Temperature. The aggregation is the batch's: TokenMean averages
+// over all trained tokens, SeqMeanTokenMean over items of their token
+// means, ItemSumTokenMean (STEPO's eq. 13) sums the items' token means.
+// Items run one at a time and accumulate gradients, so memory holds one
+// item's activations whatever the batch.
+func GRPOStep(m, ref *Model, opt *trainer.Optimizer, batch []Item, opts trainer.GRPOOptions) (gm trainer.GRPOMetrics, err error) {
+	if err := opts.LossConfig.Validate(); err != nil {
+		return gm, fmt.Errorf("causal grpo step: %w", err)
+	}
+	if !(opts.Temperature > 0) || math.IsInf(opts.Temperature, 0) {
+		return gm, fmt.Errorf("causal grpo step: temperature %v must be positive", opts.Temperature)
+	}
+	if ref == m {
+		return gm, errors.New("causal grpo step: ref must be a separate frozen copy (Clone)")
+	}
+	total, err := checkBatch(batch)
+	if err != nil {
+		return gm, fmt.Errorf("causal grpo step: %w", err)
+	}
+	if err := opt.ZeroGrad(); err != nil {
+		return gm, fmt.Errorf("causal grpo step: %w", err)
+	}
+	per := opts.LossConfig
+	per.Agg = trainer.TokenMean // within one item all three are its token mean
+	var ratioSum, entSum, lowSum, highSum, capSum float64
+	for i := range batch {
+		it := &batch[i]
+		n := float64(len(it.Trainable()))
+		scale := 1.0
+		switch opts.Agg {
+		case trainer.TokenMean:
+			scale = n / float64(total)
+		case trainer.SeqMeanTokenMean:
+			scale = 1 / float64(len(batch))
+		}
+		r, err := m.grpoItem(ref, it, per, opts.Temperature, scale)
+		if err != nil {
+			return gm, fmt.Errorf("causal grpo step: %w", err)
+		}
+		gm.Loss += scale * r.st.Loss
+		gm.PolicyLoss += scale * r.st.PolicyLoss
+		gm.KL += scale * r.st.KL
+		ratioSum += n * r.st.RatioMean
+		lowSum += n * r.st.ClipFracLow
+		highSum += n * r.st.ClipFracHigh
+		capSum += n * r.st.CapFrac
+		entSum += r.entropy
+		if !it.HasLogp {
+			gm.RecomputedOldLogp++
+		}
+	}
+	t := float64(total)
+	gm.Tokens = total
+	gm.RatioMean, gm.ClipFracLow, gm.ClipFracHigh, gm.CapFrac, gm.Entropy = ratioSum/t, lowSum/t, highSum/t, capSum/t, entSum/t
+	if gm.GradNorm, err = opt.Apply(opts.MaxGradNorm); err != nil {
+		return gm, fmt.Errorf("causal grpo step: %w", err)
+	}
+	gm.LR = opt.LR()
+	return gm, nil
+}
+
+type itemResult struct {
+	st      trainer.LossStats
+	entropy float64 // summed over the item's trained tokens
+}
+
+func (m *Model) grpoItem(ref *Model, it *Item, cfg trainer.LossConfig, temp, scale float64) (r itemResult, err error) {
+	at := it.Trainable()
+	var refLogp []float32
+	if ref != nil {
+		if refLogp, err = ref.LogProbs(it.input(), at, temp); err != nil {
+			return r, fmt.Errorf("segment %q: reference: %w", it.ID, err)
+		}
+	}
+	defer tx.Lock()()
+	defer tx.Recover(&err, "grpo item")
+	s := tx.NewScope()
+	defer s.Close()
+	sc, err := m.score(s, it.input(), at, temp)
+	if err != nil {
+		return r, fmt.Errorf("segment %q: %w", it.ID, err)
+	}
+	L := int64(len(at))
+	shape := []int64{1, L}
+	old := make([]float32, L)
+	adv := make([]float32, L)
+	ones := make([]float32, L)
+	for i, k := range at {
+		old[i], adv[i], ones[i] = it.Logp[k], it.Advantage, 1
+	}
+	oldT := s.Float32s(old, shape, m.dev)
+	if !it.HasLogp {
+		oldT = s.Detach(sc.logp) // on-policy: ratio 1
+	}
+	var refT *ts.Tensor
+	if ref != nil {
+		refT = s.Float32s(refLogp, shape, m.dev)
+	}
+	advT, maskT := s.Float32s(adv, shape, m.dev), s.Float32s(ones, shape, m.dev)
+	if err := s.Err(); err != nil {
+		return r, fmt.Errorf("segment %q: %w", it.ID, err)
+	}
+	loss, st, err := trainer.SurrogateLoss(sc.logp, oldT, refT, advT, maskT, cfg)
+	if err != nil {
+		return r, fmt.Errorf("segment %q: %w", it.ID, err)
+	}
+	s.Track("loss", loss, nil)
+	r.st = st
+	err = tx.NoGrad(func() error {
+		d := s.Detach(sc.lp)
+		var e error
+		r.entropy, e = tx.Scalar(s.MulScalar(s.Sum(s.Mul(s.Exp(d), d)), -1))
+		return e
+	})
+	if err != nil {
+		return r, fmt.Errorf("segment %q: entropy: %w", it.ID, err)
+	}
+	s.Backward(s.MulScalar(loss, scale))
+	if err := s.Err(); err != nil {
+		return r, fmt.Errorf("segment %q: backward: %w", it.ID, err)
+	}
+	return r, nil
+}
