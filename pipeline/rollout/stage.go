@@ -254,7 +254,7 @@ func runEpisode(ctx context.Context, env simdesk.Env, f AgentFactory, task schem
 			return fail(fmt.Errorf("policy %s at step %d: %w", f.Name(), turn, err))
 		}
 		st := schemas.Step{TrajectoryID: traj.TrajectoryID, Step: int32(turn), RawAction: d.RawAction, Response: d.Response,
-			Observation: addBlob(obs.Screenshot, "image/png"), A11y: addBlob(obs.Tree, "application/json"),
+			Observation: addBlob(obs.Screenshot, "image/png"), A11y: addBlob(obs.Tree, treeMime(obs.Tree)),
 			PromptTokens: d.PromptTokens, ResponseTokens: int32(len(d.ResponseIDs)), ResponseIDs: d.ResponseIDs, Logprobs: d.Logprobs}
 		st.SetAction(d.Action)
 		if st.ActionKind == "" {
@@ -294,6 +294,15 @@ func runEpisode(ctx context.Context, env simdesk.Env, f AgentFactory, task schem
 	}
 	ep.Trajectory = traj
 	return ep
+}
+
+// treeMime is an accessibility tree's type: the simulator's JSON, or the
+// XML of an OSWorld VM.
+func treeMime(tree []byte) string {
+	if t := bytes.TrimSpace(tree); len(t) > 0 && t[0] == '<' {
+		return "application/xml"
+	}
+	return "application/json"
 }
 
 // Summary counts outcomes of a run.

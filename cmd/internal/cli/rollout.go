@@ -26,7 +26,12 @@ Example:
    cualake rollout --policy oracle --n 1
    cualake rollout --policy random --n 8 --limit-tasks 20 --workers 2 --json
    cualake rollout --policy checkpoint --tasks files-rename-003,sheet-sum-010
-   cualake rollout --policy oracle --n 4 --shard 2/8   (tasks of shard 2 of 8; then cualake lake merge)`,
+   cualake rollout --policy oracle --n 4 --shard 2/8   (tasks of shard 2 of 8; then cualake lake merge)
+   cualake rollout --policy openai --env osworld --osworld-url http://192.168.1.5:5000 --n 1
+
+Before any episode every task is checked against the environment (cualake simdesk coverage): tasks it
+cannot run (imported OSWorld tasks that download files, drive Chrome, or need judge functions cualake
+lacks) fail the run, each named with what blocks it, unless --skip-unsupported leaves them out.`,
 		Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag,
 			&cli.StringFlag{Name: "in", Usage: "input snapshot (default main)"},
 			&cli.StringFlag{Name: "policy", Value: "oracle", Usage: "random, oracle, openai or checkpoint[:VERSION]"},
@@ -44,6 +49,9 @@ Example:
 			&cli.StringFlag{Name: "endpoint", EnvVars: []string{"OPENAI_BASE_URL"}, Usage: "openai policy: base URL of an OpenAI-compatible server"},
 			&cli.StringFlag{Name: "model", Usage: "openai policy: model name"},
 			&cli.BoolFlag{Name: "greedy", Usage: "checkpoint policy: decode greedily instead of sampling at temperature 0.8"},
+			&cli.StringFlag{Name: "env", Value: rollout.EnvSim, Usage: "sim (the embedded simulator) or osworld (an OSWorld desktop server: a VM, or cualake simdesk serve; one episode at a time)"},
+			&cli.StringFlag{Name: "osworld-url", Usage: "--env osworld: the desktop server's URL, e.g. http://192.168.1.5:5000"},
+			&cli.BoolFlag{Name: "skip-unsupported", Usage: "leave out (and list on stderr) the tasks the environment cannot run, instead of failing before any episode"},
 		},
 		Action: runRollout,
 	})
@@ -131,6 +139,35 @@ func runRollout(c *cli.Context) error {
 	// whole run's count, so every shard records the unsharded run's.
 	selected := len(tasks)
 	tasks = shard.Filter(spec, tasks, func(t *schemas.Task) string { return t.TaskID })
+	envName := c.String("env")
+	switch envName {
+	case rollout.EnvSim:
+	case rollout.EnvOSWorld:
+		if c.String("osworld-url") == "" {
+			return usageErr("--env osworld needs --osworld-url URL")
+		}
+	default:
+		return usageErr("--env: want sim or osworld")
+	}
+	if blocked := rollout.Unrunnable(tasks, envName); len(blocked) > 0 {
+		if !c.Bool("skip-unsupported") {
+			return rollout.UnrunnableError(blocked, len(tasks), envName)
+		}
+		skip := map[string]bool{}
+		for _, b := range blocked {
+			skip[b.TaskID] = true
+		}
+		kept := tasks[:0:0]
+		for _, t := range tasks {
+			if !skip[t.TaskID] {
+				kept = append(kept, t)
+			}
+		}
+		fmt.Fprintf(c.App.ErrWriter, "%s\n(--skip-unsupported: rolling out the other %d)\n", rollout.UnrunnableError(blocked, len(tasks), envName), len(kept))
+		if tasks = kept; len(tasks) == 0 {
+			return fmt.Errorf("rollout: no task left that %s can run", envName)
+		}
+	}
 	f, err := agentFactory(c, l, in)
 	if err != nil {
 		return err
@@ -173,7 +210,11 @@ func runRollout(c *cli.Context) error {
 	blobs := shard.NewTable(out, schemas.Blobs, shard.TableOptions{Chunk: 512, Dedup: true})
 	sum := rollout.Summary{Tasks: len(tasks)}
 	bar := progress.New(os.Stderr, "rollout "+f.Name(), len(tasks)*p.N, c.Bool("json"))
-	err = rollout.Run(ctx, tasks, f, rollout.SimEnvs(p), p, func(ep rollout.Episode) error {
+	envs := rollout.SimEnvs(p)
+	if envName == rollout.EnvOSWorld {
+		envs, p.Workers = rollout.OSWorldEnvs(ctx, c.String("osworld-url"), p), 1
+	}
+	err = rollout.Run(ctx, tasks, f, envs, p, func(ep rollout.Episode) error {
 		bar.Add(1)
 		if verifier != nil {
 			if err := rollout.ApplyVerifier(ctx, verifier, reward, &ep); err != nil {

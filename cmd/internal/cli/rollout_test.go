@@ -2,9 +2,13 @@ package cli
 
 import (
 	"encoding/json"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cualake/cualake/pipeline/simdesk"
+	"github.com/cualake/cualake/pipeline/simdesk/server"
 )
 
 func TestRolloutCommitsTrajectories(t *testing.T) {
@@ -51,5 +55,64 @@ func TestRolloutCommitsTrajectories(t *testing.T) {
 	}
 	if _, err := run(t, "rollout", "--tasks", "no-such-task"); err == nil || !strings.Contains(err.Error(), "no-such-task") {
 		t.Fatalf("unknown task: %v", err)
+	}
+}
+
+// TestRolloutImportedOSWorldTasks: tasks the simulator cannot run fail the
+// run before any episode, each named; --skip-unsupported rolls out the
+// rest.
+func TestRolloutImportedOSWorldTasks(t *testing.T) {
+	sample := osworldSample(t)
+	initLake(t)
+	if out, err := run(t, "simdesk", "pool"); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	if out, err := run(t, "import", "osworld-tasks", sample); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	calc := "01b269ae-2111-4a07-81fd-3fcd711993b0"
+	bluetooth := "b3d4a89c-53f2-4d6b-8b6a-541fb5d205fa" // infeasible, no setup: the simulator runs it
+	tasks := "files-mkdir-001," + calc + "," + bluetooth
+	before, _ := run(t, "lake", "log", "--json")
+	out, err := run(t, "rollout", "--policy", "random", "--n", "1", "--max-turns", "2", "--tasks", tasks)
+	if err == nil || !strings.Contains(err.Error(), "1 of 3 tasks cannot run on the simulator") || !strings.Contains(err.Error(), calc+" (libreoffice_calc)") ||
+		!strings.Contains(err.Error(), "setup: download") {
+		t.Fatalf("want an early failure naming %s: %v %s", calc, err, out)
+	}
+	if after, _ := run(t, "lake", "log", "--json"); after != before {
+		t.Fatal("a failed rollout committed")
+	}
+	out, err = run(t, "rollout", "--policy", "random", "--n", "1", "--max-turns", "2", "--tasks", tasks, "--skip-unsupported", "--json")
+	if err != nil || !strings.Contains(out, "rolling out the other 2") {
+		t.Fatalf("--skip-unsupported: %v %s", err, out)
+	}
+	q, err := run(t, "query", "--format", "csv", "select count(*), count(*) filter (where outcome = 'error') from trajectories")
+	if err != nil || !strings.HasSuffix(q, "\n2,0\n") {
+		t.Fatalf("trajectories: %q %v", q, err)
+	}
+	if _, err := run(t, "rollout", "--env", "osworld"); ExitCode(err) != ExitUsage {
+		t.Fatalf("--env osworld without a URL: %v", err)
+	}
+}
+
+// TestRolloutEnvOSWorld rolls out through OSWorld's protocol against a
+// served simulator.
+func TestRolloutEnvOSWorld(t *testing.T) {
+	initLake(t)
+	d, err := simdesk.New(simdesk.DefaultWidth, simdesk.DefaultHeight, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(server.New(d))
+	defer ts.Close()
+	out, err := run(t, "rollout", "--policy", "random", "--n", "1", "--max-turns", "3", "--tasks", "files-mkdir-001,editor-write-001",
+		"--env", "osworld", "--osworld-url", ts.URL, "--json")
+	if err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	q, err := run(t, "query", "--format", "csv", `select count(distinct t.trajectory_id), count(*), count(*) filter (where t.outcome = 'error'),
+		bool_and(s.observation in (select hash from blobs)) from trajectories t join steps s using (trajectory_id)`)
+	if err != nil || !strings.HasSuffix(q, "\n2,6,0,true\n") {
+		t.Fatalf("episodes over OSWorld's protocol: %q %v\n%s", q, err, out)
 	}
 }

@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/simdesk"
+	"github.com/cualake/cualake/pipeline/simdesk/coverage"
 	"github.com/cualake/cualake/pipeline/simdesk/server"
 	"github.com/cualake/cualake/schemas"
 )
@@ -24,7 +26,8 @@ func init() {
 		Usage: "the embedded desktop simulator: its task pool and OSWorld's server protocol",
 		Description: `Example:
    cualake simdesk pool                 # commit the built-in task pool as the tasks table
-   cualake simdesk serve --port 5000    # OSWorld's desktop server API over the simulator`,
+   cualake simdesk serve --port 5000    # OSWorld's desktop server API over the simulator
+   cualake simdesk coverage             # which tasks the simulator and OSWorld VMs can run, per domain`,
 		Subcommands: []*cli.Command{{
 			Name:  "pool",
 			Usage: "commit the simulator's built-in task pool (tasks with oracles, train/heldout split)",
@@ -49,6 +52,22 @@ Example: cualake simdesk serve --port 5000 --seed 1`,
 				&cli.IntFlag{Name: "height", Value: simdesk.DefaultHeight, Usage: "screen height"},
 			},
 			Action: runSimdeskServe,
+		}, {
+			Name:  "coverage",
+			Usage: "per domain, how many tasks of a snapshot the simulator (and an OSWorld VM through --env osworld) can run, and what blocks the rest",
+			Description: `Checks every task of the snapshot's tasks table as rollout does before any episode: setup steps,
+judge functions and getters, evaluator postconfig steps, and the task's app; tasks without a static
+blocker are also reset on a fresh simulator and judged untouched.
+
+Example:
+   cualake import osworld-tasks ../shared/data/osworld && cualake simdesk coverage
+   cualake simdesk coverage --json --list`,
+			Flags: []cli.Flag{lakeFlag, jsonFlag,
+				&cli.StringFlag{Name: "in", Usage: "snapshot (default main)"},
+				&cli.BoolFlag{Name: "list", Usage: "also list every task the simulator cannot run, with its blockers"},
+				&cli.IntFlag{Name: "top", Value: 5, Usage: "blockers shown per domain"},
+			},
+			Action: runSimdeskCoverage,
 		}},
 	})
 }
@@ -99,6 +118,79 @@ func runSimdeskPool(c *cli.Context) error {
 		return printJSON(c.App.Writer, map[string]any{"snapshot": m.ID, "tasks": len(rows), "kept": kept, "splits": splits})
 	}
 	fmt.Fprintf(c.App.Writer, "%d tasks (%d kept from the lake), splits %v\nsnapshot %s\n", len(rows), kept, splits, m.ID)
+	return nil
+}
+
+func runSimdeskCoverage(c *cli.Context) error {
+	ctx := c.Context
+	l, err := openLake(c, false)
+	if err != nil {
+		return err
+	}
+	id, err := l.Resolve(ctx, c.String("in"))
+	if err != nil {
+		return err
+	}
+	m, err := l.Snapshot(ctx, id)
+	if err != nil {
+		return err
+	}
+	tasks, err := lake.ReadTable(ctx, l, m, schemas.Tasks)
+	if err != nil {
+		return err
+	}
+	checked := make([]coverage.Task, len(tasks))
+	for i, t := range tasks {
+		checked[i] = coverage.Check(t)
+	}
+	r := coverage.Summarize(checked)
+	var blocked []coverage.Task
+	for _, t := range checked {
+		if !t.OnSim() {
+			blocked = append(blocked, t)
+		}
+	}
+	if c.Bool("json") {
+		out := map[string]any{"snapshot": m.ID, "report": r}
+		if c.Bool("list") {
+			out["blocked"] = blocked
+		}
+		return printJSON(c.App.Writer, out)
+	}
+	w := c.App.Writer
+	fmt.Fprintf(w, "%d tasks of snapshot %.12s: the simulator runs %d, an OSWorld VM through rollout --env osworld runs %d\n\n",
+		r.Total.Tasks, m.ID, r.Total.OnSim, r.Total.OnVM)
+	fmt.Fprintf(w, "%-20s %6s %6s %6s\n", "domain", "tasks", "sim", "vm")
+	for _, d := range append(r.Domains, r.Total) {
+		fmt.Fprintf(w, "%-20s %6d %6d %6d\n", d.Domain, d.Tasks, d.OnSim, d.OnVM)
+	}
+	top := max(c.Int("top"), 1)
+	show := func(title string, pick func(coverage.Domain) []coverage.Count) {
+		fmt.Fprintf(w, "\n%s (tasks each blocks):\n", title)
+		for _, d := range append(r.Domains, r.Total) {
+			counts := pick(d)
+			if len(counts) == 0 {
+				continue
+			}
+			var parts []string
+			for i, b := range counts {
+				if i == top {
+					parts = append(parts, fmt.Sprintf("%d more", len(counts)-top))
+					break
+				}
+				parts = append(parts, fmt.Sprintf("%s (%d)", b.Blocker, b.Tasks))
+			}
+			fmt.Fprintf(w, "  %s: %s\n", d.Domain, strings.Join(parts, ", "))
+		}
+	}
+	show("blockers on the simulator", func(d coverage.Domain) []coverage.Count { return d.SimBlockers })
+	show("blockers on an OSWorld VM through cualake", func(d coverage.Domain) []coverage.Count { return d.VMBlockers })
+	if c.Bool("list") {
+		fmt.Fprintf(w, "\ntasks the simulator cannot run:\n")
+		for _, t := range blocked {
+			fmt.Fprintf(w, "  %s (%s): %s\n", t.TaskID, t.Domain, strings.Join(t.Sim, "; "))
+		}
+	}
 	return nil
 }
 

@@ -107,7 +107,7 @@ func Check(t schemas.Task) Task {
 // related_apps names) the simulator stands in for: a task about Chrome or
 // GIMP is not one it can pose, even when its setup and judge run.
 var simApps = map[string]bool{"files": true, "nautilus": true, "editor": true, "gedit": true, "sheet": true,
-	"libreoffice_calc": true, "calc": true, "settings": true, "os": true, "mail": true, "thunderbird": true}
+	"libreoffice_calc": true, "libreoffice calc": true, "calc": true, "settings": true, "os": true, "mail": true, "thunderbird": true}
 
 func simAppNames() []string {
 	out := make([]string, 0, len(simApps))
