@@ -66,8 +66,11 @@ func (r *Report) Err() error {
 }
 
 // Run executes every SQL cell of nb against e (read-only) and collects the
-// results. A failing cell is recorded and the next one runs; the returned
-// error is only for a session that cannot read its own lineage.
+// results. A cell is one read statement: DDL is refused, so no cell can
+// define, replace or drop what later cells read, and every cell sees the
+// snapshot's own tables. A failing cell is recorded and the next one runs;
+// the returned error is only for a session that cannot read its own
+// lineage.
 func Run(ctx context.Context, e *query.Engine, nb *Notebook) (*Report, error) {
 	r := &Report{Title: nb.Title, Notebook: nb.Name}
 	if e.Snapshot != nil {
