@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,11 +39,15 @@ var typedColumns = []typedColumn{
 	{"tstz", "TIMESTAMPTZ", []string{"TIMESTAMPTZ '2024-01-02 03:04:05.678901+05'", "TIMESTAMPTZ '2024-06-30 23:00:00-02:30'"}, false},
 	{"iv", "INTERVAL", []string{"INTERVAL '1 year 2 months 3 days 04:05:06.789'", "INTERVAL '-1 year 2 months -3 days -100:00:00.000001'"}, false},
 	{"iv_zero", "INTERVAL", []string{"INTERVAL '0 seconds'", "INTERVAL '1 month'"}, false},
+	{"ttz", "TIMETZ", []string{"TIMETZ '13:14:15.5+02:30'", "TIMETZ '00:00:00+00'"}, false},
+	{"enum", "ENUM('x', 'y')", []string{"'y'", "'x'"}, false},
+	{"bits", "BIT", []string{"'101'", "'0'"}, false},
 	{"u", "UUID", []string{"'12345678-1234-5678-1234-567812345678'", "'00000000-0000-0000-0000-000000000000'"}, false},
 	{"b", "BLOB", []string{"from_hex('AA00616227225C20C3A90A7F')", "'plain text'::BLOB"}, false},
 	{"s", "VARCHAR", []string{"'it''s \"quoted\", <b>'", "''"}, false},
 	{"l_dec", "DECIMAL(10,2)[]", []string{"[1.25, NULL]", "[]"}, true},
 	{"l_huge", "HUGEINT[]", []string{"[12345678901234567890123456789012345678, -1]", "[NULL]"}, true},
+	{"arr", "INTEGER[2]", []string{"[1, 2]", "[NULL, 3]"}, true},
 	{"l_dt", "DATE[]", []string{"[DATE '2020-01-01', NULL]", "[]"}, true},
 	{"l_ts", "TIMESTAMPTZ[]", []string{"[TIMESTAMPTZ '2020-01-01 00:00:00+01']", "[NULL]"}, true},
 	{"st", "STRUCT(z DECIMAL(4,1), a DATE, c TIMESTAMP, d INTERVAL, e UUID, f HUGEINT, g TIME, h VARCHAR[])",
@@ -316,6 +321,12 @@ func TestTypedJSON(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), `"bs": ["\\xAA\\x00a",null]`) {
 		t.Errorf("blob list: %s", buf.String())
+	}
+	// NaN and infinities have no JSON number: they are DuckDB's text.
+	res3 := &Result{Columns: []string{"x"}, Types: []string{"DOUBLE"}, Rows: [][]any{{math.NaN()}, {math.Inf(-1)}}}
+	buf.Reset()
+	if err := Write(&buf, "json", res3); err != nil || !strings.Contains(buf.String(), `"x": "nan"`) || !strings.Contains(buf.String(), `"x": "-inf"`) {
+		t.Errorf("nan: %v %s", err, buf.String())
 	}
 }
 
