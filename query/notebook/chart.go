@@ -17,7 +17,11 @@ var ChartTypes = []string{"line", "bar", "histogram", "scatter"}
 //	scatter   x=COL y=COL[,COL...] [series=COL]   a point per row
 //
 // Every chart also takes xlabel= and ylabel=; values with spaces are
-// quoted: ylabel="success rate".
+// quoted: ylabel="success rate". Line and scatter charts take
+// yscale=auto|linear: auto (the default) clips the y axis to the bulk of
+// the points when a few outliers would flatten everything else (a loss
+// spike), and draws the clipped points on the axis edge, marked and
+// counted; linear always shows the full range.
 type Chart struct {
 	Type   string
 	X      string
@@ -28,6 +32,7 @@ type Chart struct {
 	Max    *float64
 	XLabel string
 	YLabel string
+	YScale string // auto or linear
 }
 
 // ParseChart parses the text after `-- chart:`.
@@ -39,7 +44,7 @@ func ParseChart(spec string) (*Chart, error) {
 	if len(toks) == 0 {
 		return nil, fmt.Errorf("chart: want a type (%s) and x=COLUMN", strings.Join(ChartTypes, ", "))
 	}
-	c := &Chart{Type: strings.ToLower(toks[0]), Bins: 10}
+	c := &Chart{Type: strings.ToLower(toks[0]), Bins: 10, YScale: "auto"}
 	known := false
 	for _, t := range ChartTypes {
 		known = known || t == c.Type
@@ -83,8 +88,13 @@ func ParseChart(spec string) (*Chart, error) {
 			c.XLabel = v
 		case "ylabel":
 			c.YLabel = v
+		case "yscale":
+			if v != "auto" && v != "linear" {
+				return nil, fmt.Errorf("chart: yscale=%s: want auto or linear", v)
+			}
+			c.YScale = v
 		default:
-			return nil, fmt.Errorf("chart: unknown key %q (want x, y, series, bins, min, max, xlabel, ylabel)", k)
+			return nil, fmt.Errorf("chart: unknown key %q (want x, y, series, bins, min, max, xlabel, ylabel, yscale)", k)
 		}
 	}
 	if c.X == "" {

@@ -44,6 +44,11 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.null { color: #9aa1a9; font-style: italic; }
 .tablewrap { overflow-x: auto; max-width: 100%; }
 p.count { font-size: 12px; color: #5b6470; margin: 2px 0 0; }
+dl.summary { display: flex; flex-wrap: wrap; gap: 10px 28px; margin: 8px 0; }
+dl.summary .figure dt { font-size: 12px; color: #5b6470; }
+dl.summary .figure dd { margin: 0; font-size: 22px; font-weight: 600; font-variant-numeric: tabular-nums; overflow-wrap: anywhere; }
+dl.summary .figure dd.long { font: 13px/1.6 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+details.lineage { margin: 24px 0; }
 footer { max-width: 952px; margin: 24px auto; font-size: 12px; color: #5b6470; }
 `
 
@@ -63,9 +68,22 @@ const pageScript = `
 })();
 `
 
+// HTMLOptions change how a report renders.
+type HTMLOptions struct {
+	// IDLink, when set, gives the link of a table cell by its column and
+	// value ("" for none): trajectory, group and task ids link to their
+	// viewer pages (query/view.IDLink).
+	IDLink func(column, value string) string
+}
+
 // WriteHTML renders r as one self-contained HTML page. The output depends
 // only on the report: the same snapshot and notebook give the same bytes.
-func WriteHTML(w io.Writer, r *Report) error {
+func WriteHTML(w io.Writer, r *Report) error { return WriteHTMLWith(w, r, HTMLOptions{}) }
+
+// WriteHTMLWith is WriteHTML with options. The page opens with the header
+// and the cells (a report's results first); the lineage comes last,
+// collapsed.
+func WriteHTMLWith(w io.Writer, r *Report, o HTMLOptions) error {
 	var b strings.Builder
 	md := newMarkdown()
 	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
@@ -75,15 +93,16 @@ func WriteHTML(w io.Writer, r *Report) error {
 	fmt.Fprintf(&b, "<body data-snapshot=\"%s\" data-notebook=\"%s\">\n", esc(r.Snapshot), esc(r.Notebook))
 	writeHeader(&b, r)
 	b.WriteString("<main>\n")
-	for _, o := range r.Cells {
-		if o.Cell.Kind == Prose {
+	for _, c := range r.Cells {
+		if c.Cell.Kind == Prose {
 			b.WriteString("<section class=\"prose\">\n")
-			b.WriteString(md.render(o.Cell.Text))
+			b.WriteString(md.render(c.Cell.Text))
 			b.WriteString("</section>\n")
 			continue
 		}
-		writeCell(&b, o)
+		writeCell(&b, c, o)
 	}
+	writeLineage(&b, r)
 	b.WriteString("</main>\n")
 	fmt.Fprintf(&b, "<footer>Rendered by cualake from snapshot <code>%s</code>. Re-run: <code>cualake notebook run %s --at %s</code></footer>\n",
 		esc(orNone(r.Snapshot)), esc(r.Notebook), esc(shortID(r.Snapshot)))
@@ -130,7 +149,13 @@ func writeHeader(b *strings.Builder, r *Report) {
 		}
 		b.WriteString("</ul></div>\n")
 	}
-	fmt.Fprintf(b, "<details class=\"lineage\" open><summary>Lineage: %d snapshot(s), newest first</summary>\n", len(r.Lineage))
+	b.WriteString("</header>\n")
+}
+
+// writeLineage is the report's last section, collapsed: where every input
+// came from, for whoever wants to check.
+func writeLineage(b *strings.Builder, r *Report) {
+	fmt.Fprintf(b, "<details class=\"lineage\"><summary>Lineage: %d snapshot(s), newest first</summary>\n", len(r.Lineage))
 	b.WriteString("<div class=\"tablewrap\"><table class=\"lineage\"><thead><tr><th>depth</th><th>snapshot</th><th>stage</th><th>params</th><th>seed</th><th>inputs</th></tr></thead><tbody>\n")
 	for _, s := range r.Lineage {
 		var inputs []string
@@ -140,7 +165,7 @@ func writeHeader(b *strings.Builder, r *Report) {
 		fmt.Fprintf(b, "<tr><td class=\"num\">%d</td><td><code title=\"%s\">%s</code></td><td>%s</td><td><code>%s</code></td><td class=\"num\">%d</td><td><code>%s</code></td></tr>\n",
 			s.Depth, esc(s.ID), esc(shortID(s.ID)), esc(s.Stage), esc(clip(s.Params)), s.Seed, esc(strings.Join(inputs, ", ")))
 	}
-	b.WriteString("</tbody></table></div></details>\n</header>\n")
+	b.WriteString("</tbody></table></div></details>\n")
 }
 
 func clip(s string) string {
@@ -150,7 +175,7 @@ func clip(s string) string {
 	return string([]rune(s)[:maxCellText-1]) + "…"
 }
 
-func writeCell(b *strings.Builder, o Output) {
+func writeCell(b *strings.Builder, o Output, opt HTMLOptions) {
 	c := o.Cell
 	fmt.Fprintf(b, "<section class=\"cell\" id=\"cell-%d\" data-cell=\"%d\"", c.Number, c.Number)
 	if o.Err != nil {
@@ -173,8 +198,10 @@ func writeCell(b *strings.Builder, o Output) {
 		}
 		b.WriteString("</figure>\n")
 	}
-	if o.Result != nil {
-		b.WriteString(resultTable(o.Result, c.Rows))
+	if o.Result != nil && c.Display == "summary" && len(o.Result.Rows) > 0 {
+		b.WriteString(summaryFigures(o.Result))
+	} else if o.Result != nil {
+		b.WriteString(resultTable(o.Result, c.Rows, opt.IDLink))
 	}
 	b.WriteString("</section>\n")
 }
@@ -188,8 +215,26 @@ func numericType(t string) bool {
 	return strings.HasPrefix(t, "DECIMAL")
 }
 
-// resultTable renders the first rows of res with a count line.
-func resultTable(res *query.Result, rows int) string {
+// summaryFigures shows the first row of res as large figures with the
+// column names as their labels.
+func summaryFigures(res *query.Result) string {
+	var b strings.Builder
+	b.WriteString("<dl class=\"summary\">")
+	for i, col := range res.Columns {
+		v := clip(formatValue(res.Rows[0][i]))
+		class := ""
+		if utf8.RuneCountInString(v) > 24 { // ids and long text: small, not a headline figure
+			class = " class=\"long\""
+		}
+		fmt.Fprintf(&b, "<div class=\"figure\" data-column=\"%s\"><dt>%s</dt><dd%s>%s</dd></div>", esc(col), esc(strings.ReplaceAll(col, "_", " ")), class, esc(v))
+	}
+	b.WriteString("</dl>\n")
+	return b.String()
+}
+
+// resultTable renders the first rows of res with a count line; link, when
+// set, makes id cells links.
+func resultTable(res *query.Result, rows int, link func(column, value string) string) string {
 	var b strings.Builder
 	b.WriteString("<div class=\"tablewrap\"><table class=\"result\"><thead><tr>")
 	num := make([]bool, len(res.Columns))
@@ -216,7 +261,12 @@ func resultTable(res *query.Result, rows int) string {
 			case num[i]:
 				fmt.Fprintf(&b, "<td class=\"num\">%s</td>", esc(formatValue(v)))
 			default:
-				fmt.Fprintf(&b, "<td>%s</td>", esc(clip(formatValue(v))))
+				text := formatValue(v)
+				if href := linkOf(link, res.Columns[i], text); href != "" {
+					fmt.Fprintf(&b, "<td><a class=\"ref\" href=\"%s\">%s</a></td>", esc(href), esc(clip(text)))
+					continue
+				}
+				fmt.Fprintf(&b, "<td>%s</td>", esc(clip(text)))
 			}
 		}
 		b.WriteString("</tr>\n")
@@ -224,6 +274,13 @@ func resultTable(res *query.Result, rows int) string {
 	b.WriteString("</tbody></table></div>\n")
 	b.WriteString("<p class=\"count\">" + countLine(shown, len(res.Rows)) + "</p>\n")
 	return b.String()
+}
+
+func linkOf(link func(column, value string) string, column, value string) string {
+	if link == nil {
+		return ""
+	}
+	return link(column, value)
 }
 
 func countLine(shown, total int) string {

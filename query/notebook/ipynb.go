@@ -128,7 +128,7 @@ func WriteIPYNB(w io.Writer, r *Report) error {
 				plain.WriteString(countLine(len(shown.Rows), len(o.Result.Rows)) + "\n")
 			}
 			cell.Outputs = append(cell.Outputs, nbOutput{OutputType: "execute_result", ExecutionCount: &n, Metadata: &struct{}{},
-				Data: map[string][]string{"text/html": lines(resultTable(o.Result, o.Cell.Rows)), "text/plain": lines(plain.String())}})
+				Data: map[string][]string{"text/html": lines(resultTable(o.Result, o.Cell.Rows, nil)), "text/plain": lines(plain.String())}})
 		}
 		doc.Cells = append(doc.Cells, cell)
 	}

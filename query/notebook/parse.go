@@ -8,6 +8,7 @@
 //	-- title: Success rate per iteration
 //	-- chart: line x=iteration y=success_rate series=sampler
 //	-- rows: 50
+//	-- display: summary
 package notebook
 
 import (
@@ -40,6 +41,9 @@ type Cell struct {
 	Title  string
 	Rows   int    // result rows shown
 	Chart  *Chart // nil when the cell has no chart
+	// Display is "table" (the default) or "summary": the first row shown
+	// as a few large figures, for a report's opening lines.
+	Display string
 	// Unclosed marks a ```sql fence that runs to the end of the file; such a
 	// cell is not run, since its body may be prose swallowed by the fence.
 	Unclosed bool
@@ -170,6 +174,11 @@ func (c *Cell) directives(body []string) error {
 				return fmt.Errorf("line %d: rows: want a number >= 0, got %q", line, val)
 			}
 			c.Rows = n
+		case "display":
+			if val != "table" && val != "summary" {
+				return fmt.Errorf("line %d: display: want table or summary, got %q", line, val)
+			}
+			c.Display = val
 		case "chart":
 			ch, err := ParseChart(val)
 			if err != nil {
@@ -177,7 +186,7 @@ func (c *Cell) directives(body []string) error {
 			}
 			c.Chart = ch
 		default:
-			for _, d := range []string{"title", "chart", "rows"} {
+			for _, d := range []string{"title", "chart", "rows", "display"} {
 				if editDistance(key, d) <= 2 {
 					return fmt.Errorf("line %d: unknown directive %q (did you mean %q?)", line, key, d)
 				}

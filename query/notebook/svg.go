@@ -55,6 +55,7 @@ type plot struct {
 	skipped    int
 	truncated  int
 	binEdges   []float64
+	clipNotes  []string // points drawn on a clipped axis's edge
 	left, top  float64
 	right, bot float64
 }
@@ -355,9 +356,34 @@ func (p *plot) draw() *Figure {
 			yhi = 1
 		}
 	}
+	clipped := false
+	if (p.c.Type == "line" || p.c.Type == "scatter") && p.c.YScale != "linear" {
+		var lo, hi float64
+		if lo, hi, clipped = robustRange(p.marks); clipped {
+			ylo, yhi = lo, hi
+		}
+	}
 	yticks, ystep := niceTicks(ylo, yhi, 5)
 	y0, y1 := yticks[0], yticks[len(yticks)-1]
-	ys := func(v float64) float64 { return p.bot - (v-y0)/(y1-y0)*(p.bot-p.top) }
+	// Points beyond a clipped axis sit on its edge.
+	ys := func(v float64) float64 { return p.bot - (min(max(v, y0), y1)-y0)/(y1-y0)*(p.bot-p.top) }
+	var above, below int
+	var maxAbove, minBelow float64 = math.Inf(-1), math.Inf(1)
+	for _, m := range p.marks {
+		if m.y > y1 {
+			above++
+			maxAbove = math.Max(maxAbove, m.y)
+		} else if m.y < y0 {
+			below++
+			minBelow = math.Min(minBelow, m.y)
+		}
+	}
+	if above > 0 {
+		p.clipNotes = append(p.clipNotes, fmt.Sprintf("%d point(s) above %s drawn on the top edge (max %s)", above, tickLabel(y1, ystep), formatFloat(maxAbove)))
+	}
+	if below > 0 {
+		p.clipNotes = append(p.clipNotes, fmt.Sprintf("%d point(s) below %s drawn on the bottom edge (min %s)", below, tickLabel(y0, ystep), formatFloat(minBelow)))
+	}
 
 	// x scale
 	var xs func(m mark) float64
@@ -502,13 +528,28 @@ func (p *plot) draw() *Figure {
 				fmt.Fprintf(&b, `<rect class="dp" x="%s" y="%s" width="%s" height="%s" stroke="none" data-series="%s" data-x="%s" data-y="%s"><title>%s</title></rect>`+"\n",
 					coord(x), coord(top), coord(math.Max(bw-1, 0.5)), coord(math.Max(bot-top, 0)), esc(name), esc(xv), esc(formatFloat(m.y)), esc(tip))
 			default:
-				fmt.Fprintf(&b, `<circle class="dp" cx="%s" cy="%s" r="%s" stroke="#ffffff" stroke-width="1" data-series="%s" data-x="%s" data-y="%s"><title>%s</title></circle>`+"\n",
-					coord(xs(m)), coord(ys(m.y)), coord(pointR), esc(name), esc(xv), esc(formatFloat(m.y)), esc(tip))
+				if m.y <= y1 && m.y >= y0 {
+					fmt.Fprintf(&b, `<circle class="dp" cx="%s" cy="%s" r="%s" stroke="#ffffff" stroke-width="1" data-series="%s" data-x="%s" data-y="%s"><title>%s</title></circle>`+"\n",
+						coord(xs(m)), coord(ys(m.y)), coord(pointR), esc(name), esc(xv), esc(formatFloat(m.y)), esc(tip))
+					continue
+				}
+				// A clipped point: a triangle on the edge, pointing the way
+				// its true value lies.
+				x, y, d := xs(m), ys(m.y), 6.0
+				if m.y < y0 {
+					d = -d
+				}
+				fmt.Fprintf(&b, `<path class="dp clipped" d="M%s %sL%s %sL%s %sZ" stroke="#111111" stroke-width="1" data-series="%s" data-x="%s" data-y="%s"><title>%s (clipped)</title></path>`+"\n",
+					coord(x), coord(y-d), coord(x-d*0.8), coord(y+d*0.6), coord(x+d*0.8), coord(y+d*0.6), esc(name), esc(xv), esc(formatFloat(m.y)), esc(tip))
 			}
 		}
 		b.WriteString("</g>\n")
 	}
 
+	if clipped && len(p.clipNotes) > 0 {
+		fmt.Fprintf(&b, `<text class="clip-note" x="%s" y="%s" text-anchor="end" font-size="11" fill="#b42318">axis clipped: %s</text>`+"\n",
+			coord(p.right), coord(p.top-8), esc(truncLabel(strings.Join(p.clipNotes, "; "), 110)))
+	}
 	if legend {
 		lx := float64(chartW) + 4
 		b.WriteString(`<g class="legend">` + "\n")
@@ -548,7 +589,7 @@ func seriesPrefix(name string) string {
 }
 
 func (p *plot) note() string {
-	var parts []string
+	parts := append([]string(nil), p.clipNotes...)
 	if p.skipped > 0 {
 		parts = append(parts, fmt.Sprintf("%d value(s) skipped (NULL, not numeric or outside the range)", p.skipped))
 	}
@@ -556,4 +597,39 @@ func (p *plot) note() string {
 		parts = append(parts, fmt.Sprintf("%d point(s) beyond the first %d not drawn", p.truncated, maxPoints))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// robustRange is the y range of the bulk of the marks when a few outliers
+// would flatten it. Of the points sorted by value, the top (bottom) k are
+// outliers when the k-th from the end lies more than ten times as far
+// from the median as the next one in; k is the largest such count up to a
+// twentieth of the points (at least one). So a loss spike of 76,000 among
+// values below 3 is clipped, while a curve's high start, or a spread that
+// is merely wide, is never hidden.
+func robustRange(marks []mark) (lo, hi float64, ok bool) {
+	n := len(marks)
+	if n < 8 {
+		return 0, 0, false
+	}
+	ys := make([]float64, n)
+	for i, m := range marks {
+		ys[i] = m.y
+	}
+	sort.Float64s(ys)
+	med := ys[n/2]
+	maxK := max(1, n/20)
+	hiIdx, loIdx := n-1, 0
+	for k := 1; k <= maxK; k++ {
+		if ys[n-k]-med > 10*(ys[n-1-k]-med) {
+			hiIdx = n - 1 - k
+		}
+		if med-ys[k-1] > 10*(med-ys[k]) {
+			loIdx = k
+		}
+	}
+	lo, hi = ys[loIdx], ys[hiIdx]
+	if (hiIdx == n-1 && loIdx == 0) || hi <= lo {
+		return 0, 0, false
+	}
+	return lo, hi, true
 }

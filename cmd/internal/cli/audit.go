@@ -15,6 +15,7 @@ import (
 	"github.com/cualake/cualake/pipeline/outfile"
 	"github.com/cualake/cualake/pipeline/shard"
 	"github.com/cualake/cualake/query/notebook"
+	"github.com/cualake/cualake/query/view"
 	"github.com/cualake/cualake/schemas"
 )
 
@@ -397,7 +398,8 @@ func writeReport(path, format string, r *notebook.Report, lakes ...string) error
 	var err error
 	switch format {
 	case "html", "":
-		err = notebook.WriteHTML(&buf, r)
+		// Ids link to pages `cualake view` writes into view/ beside the report.
+		err = notebook.WriteHTMLWith(&buf, r, notebook.HTMLOptions{IDLink: view.IDLink(view.StaticLinks{Prefix: "view/"})})
 	case "ipynb":
 		err = notebook.WriteIPYNB(&buf, r)
 	default:
