@@ -184,7 +184,8 @@ func (d *Desktop) runScript(script shScript, shell bool, cwd string) CommandResu
 	if runsFiles(script) {
 		saved, _ = d.MarshalState()
 	}
-	r := &shRun{d: d, cwd: cwd, vars: map[string]string{"HOME": vfs.Home, "USER": "user", "LOGNAME": "user",
+	ran := 0
+	r := &shRun{d: d, cwd: cwd, ran: &ran, vars: map[string]string{"HOME": vfs.Home, "USER": "user", "LOGNAME": "user",
 		"SHELL": "/bin/bash", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}}
 	code, err := r.script(script, "")
 	if err != nil {
@@ -393,7 +394,13 @@ type shRun struct {
 	stdout strings.Builder
 	stderr strings.Builder
 	depth  int
+	ran    *int // commands run by the whole line, nested scripts included
 }
+
+// maxCommands bounds the commands one line runs, scripts it runs
+// included (a script that runs itself twice would otherwise double the
+// work at every level).
+const maxCommands = 10000
 
 func (r *shRun) errf(format string, args ...any) {
 	fmt.Fprintf(&r.stderr, format+"\n", args...)
@@ -546,7 +553,10 @@ func (r *shRun) cmd(c shCmd, stdin string, out *strings.Builder, last bool) (int
 			outTo = s
 		}
 	}
-	sub := &shRun{d: r.d, cwd: r.cwd, vars: r.vars, depth: r.depth}
+	if *r.ran++; *r.ran > maxCommands {
+		return 1, unsupported("more than %d commands in one line, scripts included", maxCommands)
+	}
+	sub := &shRun{d: r.d, cwd: r.cwd, vars: r.vars, depth: r.depth, ran: r.ran}
 	code, err := sub.exec(argv, stdin)
 	r.cwd = sub.cwd
 	if err != nil {
@@ -687,6 +697,8 @@ func strerror(err error) string {
 		return "Directory not empty"
 	case errors.Is(err, vfs.ErrBadPath):
 		return "Operation not permitted"
+	case errors.Is(err, vfs.ErrNoSpace):
+		return "No space left on device"
 	}
 	return err.Error()
 }
@@ -756,7 +768,7 @@ func (r *shRun) nested(name string, args []string, stdin string) (int, error) {
 		if err := checkScript(script, r.depth+1); err != nil {
 			return 1, err
 		}
-		sub := &shRun{d: r.d, cwd: r.cwd, vars: copyVars(r.vars), depth: r.depth + 1}
+		sub := &shRun{d: r.d, cwd: r.cwd, vars: copyVars(r.vars), depth: r.depth + 1, ran: r.ran}
 		code, err := sub.script(script, stdin)
 		r.stdout.WriteString(sub.stdout.String())
 		r.stderr.WriteString(sub.stderr.String())
@@ -810,7 +822,7 @@ func (r *shRun) runFile(file string, args []string, stdin string) (int, error) {
 	if err := checkScript(script, r.depth+1); err != nil {
 		return 1, fmt.Errorf("script %s: %w", file, err)
 	}
-	sub := &shRun{d: r.d, cwd: r.cwd, vars: copyVars(r.vars), depth: r.depth + 1}
+	sub := &shRun{d: r.d, cwd: r.cwd, vars: copyVars(r.vars), depth: r.depth + 1, ran: r.ran}
 	code, err := sub.script(script, stdin)
 	r.stdout.WriteString(sub.stdout.String())
 	r.stderr.WriteString(sub.stderr.String())

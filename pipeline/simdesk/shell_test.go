@@ -5,6 +5,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -226,5 +227,53 @@ func TestShellTest(t *testing.T) {
 	}
 	if r := d.RunShell("[ -f a -a -f b ]"); r.Unsupported == "" {
 		t.Fatalf("-a ran: %+v", r)
+	}
+}
+
+// FuzzShell: no command line panics, and none changes anything outside
+// the user's folders.
+func FuzzShell(f *testing.F) {
+	for _, s := range []string{"mkdir -p ~/a && ls | cat > ~/b", "echo \"$X\" '${Y}' >> /tmp/x; cd ..; rm -rf *", "tar -xzvf a -C /", "[ -d / ] || echo $(", "a=1\nb=\"$a\"2\nexport c=$b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		d, err := New(DefaultWidth, DefaultHeight, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.RunShell(line)
+		for _, e := range d.S.FS.Entries {
+			if e.Path != "/home" && e.Path != vfs.Home && !strings.HasPrefix(e.Path, vfs.Home+"/") && e.Path != "/tmp" && !strings.HasPrefix(e.Path, "/tmp/") {
+				t.Fatalf("%q made %s", line, e.Path)
+			}
+		}
+		if err := d.S.validate(); err != nil {
+			t.Fatalf("%q left an invalid state: %v", line, err)
+		}
+	})
+}
+
+// TestShellBounds: a script that runs itself several times at every level
+// stops at the command budget, changing nothing.
+func TestShellBounds(t *testing.T) {
+	d := newDesk(t, 1)
+	// s0 runs s1 ten times, s1 runs s2 ten times, ...: 10^7 commands.
+	for i := 0; i < 7; i++ {
+		if err := d.setupCreateFile(fmt.Sprintf("~/s%d.sh", i), strings.Repeat(fmt.Sprintf("bash ~/s%d.sh\n", i+1), 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.setupCreateFile("~/s7.sh", "touch ~/t\n"); err != nil {
+		t.Fatal(err)
+	}
+	if r := d.RunShell("bash ~/x.sh"); r.ReturnCode != 127 {
+		t.Fatalf("a missing script: %+v", r)
+	}
+	before, _ := d.MarshalState()
+	if r := d.RunShell("bash ~/s0.sh"); r.Unsupported == "" || !strings.Contains(r.Unsupported, "commands in one line") {
+		t.Fatalf("%+v", r)
+	}
+	if after, _ := d.MarshalState(); !bytes.Equal(before, after) {
+		t.Fatal("a refused line changed the state")
 	}
 }

@@ -25,10 +25,28 @@ var (
 	ErrIsDir    = errors.New("is a folder")
 	ErrBadPath  = errors.New("bad path")
 	ErrNotEmpty = errors.New("folder not empty")
+	ErrNoSpace  = errors.New("no space left on device")
 )
 
 // MaxFileBytes bounds a file's content so that no input can blow up state.
 const MaxFileBytes = 1 << 20
+
+// MaxEntries and MaxTotalBytes bound the whole file system, so that no
+// sequence of copies or writes (a shell line doubling a folder again and
+// again) can blow up state: past them writes fail with ErrNoSpace.
+const (
+	MaxEntries    = 20000
+	MaxTotalBytes = 32 << 20
+)
+
+// TotalBytes is the size of all file contents.
+func (fs *FS) TotalBytes() int {
+	n := 0
+	for i := range fs.Entries {
+		n += len(fs.Entries[i].Content)
+	}
+	return n
+}
 
 // Entry is one file or folder.
 type Entry struct {
@@ -177,12 +195,23 @@ func (fs *FS) Write(p, content string) error {
 	if p == "/" {
 		return fmt.Errorf("write /: %w", ErrIsDir)
 	}
-	if i, ok := fs.find(p); ok {
-		if fs.Entries[i].Dir {
-			return fmt.Errorf("write %s: %w", p, ErrIsDir)
-		}
+	i, exists := fs.find(p)
+	if exists && fs.Entries[i].Dir {
+		return fmt.Errorf("write %s: %w", p, ErrIsDir)
+	}
+	old := 0
+	if exists {
+		old = len(fs.Entries[i].Content)
+	}
+	if len(content) > old && fs.TotalBytes()-old+len(content) > MaxTotalBytes {
+		return fmt.Errorf("write %s: %w (the simulated disk holds %d bytes)", p, ErrNoSpace, MaxTotalBytes)
+	}
+	if exists {
 		fs.Entries[i].Content = content
 		return nil
+	}
+	if len(fs.Entries) >= MaxEntries {
+		return fmt.Errorf("write %s: %w (the simulated disk holds %d entries)", p, ErrNoSpace, MaxEntries)
 	}
 	if err := fs.checkParent(p); err != nil {
 		return fmt.Errorf("write %s: %w", p, err)
@@ -206,6 +235,9 @@ func (fs *FS) Mkdir(p string, parents bool) error {
 		}
 	} else if err := fs.checkParent(p); err != nil {
 		return fmt.Errorf("mkdir %s: %w", p, err)
+	}
+	if len(fs.Entries) >= MaxEntries {
+		return fmt.Errorf("mkdir %s: %w (the simulated disk holds %d entries)", p, ErrNoSpace, MaxEntries)
 	}
 	fs.insert(Entry{Path: p, Dir: true})
 	return nil
@@ -332,10 +364,15 @@ func (fs *FS) Copy(src, dst string) error {
 		return fmt.Errorf("copy to %s: %w", dst, err)
 	}
 	var copies []Entry
+	bytes := 0
 	for _, i := range fs.under(src) {
 		m := fs.Entries[i]
 		m.Path = dst + m.Path[len(src):]
 		copies = append(copies, m)
+		bytes += len(m.Content)
+	}
+	if len(fs.Entries)+len(copies) > MaxEntries || fs.TotalBytes()+bytes > MaxTotalBytes {
+		return fmt.Errorf("copy %s: %w (the simulated disk holds %d entries, %d bytes)", src, ErrNoSpace, MaxEntries, MaxTotalBytes)
 	}
 	for _, m := range copies {
 		fs.insert(m)
@@ -346,6 +383,9 @@ func (fs *FS) Copy(src, dst string) error {
 // Validate checks that entries are sorted, unique, clean and rooted in
 // existing folders; RestoreState relies on it.
 func (fs *FS) Validate() error {
+	if len(fs.Entries) > MaxEntries || fs.TotalBytes() > MaxTotalBytes {
+		return fmt.Errorf("%d entries, %d bytes: %w", len(fs.Entries), fs.TotalBytes(), ErrNoSpace)
+	}
 	for i, e := range fs.Entries {
 		c, err := Clean(e.Path)
 		if err != nil || c != e.Path || e.Path == "/" {

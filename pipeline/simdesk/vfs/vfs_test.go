@@ -2,6 +2,8 @@ package vfs
 
 import (
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -63,5 +65,33 @@ func TestClean(t *testing.T) {
 	}
 	if Short(Home+"/x") != "~/x" || Short("/etc") != "/etc" {
 		t.Fatal("Short")
+	}
+}
+
+// TestBounds: doubling a folder again and again stops at the disk's size.
+func TestBounds(t *testing.T) {
+	fs := NewHome()
+	if err := fs.Write(Home+"/big", strings.Repeat("x", MaxFileBytes)); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for i := 0; i < 64 && err == nil; i++ {
+		err = fs.Copy(Home+"/big", Home+"/big"+strconv.Itoa(i))
+	}
+	if !errors.Is(err, ErrNoSpace) || fs.TotalBytes() > MaxTotalBytes {
+		t.Fatalf("%v, %d bytes", err, fs.TotalBytes())
+	}
+	if err := fs.Mkdir(Home+"/d", false); err != nil {
+		t.Fatal(err)
+	}
+	err = nil
+	for i := 0; err == nil; i++ {
+		err = fs.Mkdir(Home+"/d/"+strconv.Itoa(i), false)
+	}
+	if !errors.Is(err, ErrNoSpace) || len(fs.Entries) != MaxEntries {
+		t.Fatalf("%v, %d entries", err, len(fs.Entries))
+	}
+	if err := fs.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }
