@@ -91,7 +91,7 @@ func TestImportOSWorldTasksCommand(t *testing.T) {
 		t.Fatalf("re-imported export: %q", out)
 	}
 	verl := filepath.Join(t.TempDir(), "pool.parquet")
-	if out, err := run(t, "export", "verl", "--json", verl); err != nil || !strings.Contains(out, `"rows": 16`) {
+	if out, err := run(t, "export", "verl", "--text-only", "--json", verl); err != nil || !strings.Contains(out, `"rows": 16`) {
 		t.Fatalf("export verl: %s %v", out, err)
 	}
 	if _, err := os.Stat(verl); err != nil {
