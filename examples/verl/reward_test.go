@@ -217,4 +217,3 @@ func TestRewardFromVerdicts(t *testing.T) {
 		t.Fatalf("no configuration: %v\n%s", err, stderr)
 	}
 }
-
