@@ -215,6 +215,13 @@ func numericType(t string) bool {
 	return strings.HasPrefix(t, "DECIMAL")
 }
 
+// ResultHTML renders the first rows of res as an HTML table (class
+// "result") with a count line, the way reports show a cell's result; link,
+// when set, makes id cells links. For pages that embed results (cualake ui).
+func ResultHTML(res *query.Result, rows int, link func(column, value string) string) string {
+	return resultTable(res, rows, link)
+}
+
 // summaryFigures shows the first row of res as large figures with the
 // column names as their labels.
 func summaryFigures(res *query.Result) string {

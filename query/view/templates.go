@@ -78,7 +78,7 @@ window.addEventListener("load", function () {
 </html>
 {{end}}
 
-{{define "screen"}}<div class="screen" style="aspect-ratio: {{.W}} / {{.H}}">{{if .ImgSrc}}<img src="{{.ImgSrc}}" alt="screenshot before step {{.Step}}" loading="lazy">{{else}}{{.Wireframe}}{{end}}{{.Overlay}}{{if .Typed}}<div class="screen-caption">{{range .Typed}}<span class="typed">⌨ {{.}}</span>{{end}}</div>{{end}}</div>{{end}}
+{{define "screen"}}<div class="screen" style="aspect-ratio: {{.W}} / {{.H}}">{{if .ImgSrc}}<img src="{{.ImgSrc}}" alt="screenshot before step {{.Step}}">{{else}}{{.Wireframe}}{{end}}{{.Overlay}}{{if .Typed}}<div class="screen-caption">{{range .Typed}}<span class="typed">⌨ {{.}}</span>{{end}}</div>{{end}}</div>{{end}}
 
 {{define "trajectory"}}{{template "head" .}}{{with .Body}}
 <p><span class="badge {{.T.Row.Outcome}}">{{.T.Row.Outcome}}</span> reward <strong>{{ffmt .T.Row.Reward}}</strong> · {{len .T.Turns}} step(s){{if .T.Row.Error}} · <span class="action-error">{{.T.Row.Error}}</span>{{end}}</p>

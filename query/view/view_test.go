@@ -11,6 +11,7 @@ import (
 
 	"github.com/cualake/cualake/pipeline/outfile"
 	"github.com/cualake/cualake/query/notebook/notebooktest"
+	"github.com/cualake/cualake/query/view/viewtest"
 )
 
 func read(t *testing.T, path string) string {
@@ -32,8 +33,8 @@ func mustContain(t *testing.T, page string, want ...string) {
 }
 
 func TestTrajectoryPage(t *testing.T) {
-	f := newFixture(t, filepath.Join(t.TempDir(), "lake"))
-	e := f.engine(t)
+	f := viewtest.New(t, filepath.Join(t.TempDir(), "lake"))
+	e := engineOf(t, f)
 	out := filepath.Join(t.TempDir(), "pages", "t.html")
 	w, err := Write(context.Background(), e, KindTrajectory, "files-001@it001#00", out, WriteOptions{Tokenizers: words})
 	if err != nil {
@@ -44,13 +45,13 @@ func TestTrajectoryPage(t *testing.T) {
 	}
 	page := read(t, out)
 	dir := filepath.Dir(out)
-	for _, h := range []string{f.shot1.Hash, f.shot2.Hash, f.evid.Hash} {
+	for _, h := range []string{f.Shot1.Hash, f.Shot2.Hash, f.Evid.Hash} {
 		b, err := os.ReadFile(filepath.Join(dir, BlobDir, h+".png"))
-		if err != nil || string(b) != string(map[string][]byte{f.shot1.Hash: f.shot1.Bytes, f.shot2.Hash: f.shot2.Bytes, f.evid.Hash: f.evid.Bytes}[h]) {
+		if err != nil || string(b) != string(map[string][]byte{f.Shot1.Hash: f.Shot1.Bytes, f.Shot2.Hash: f.Shot2.Bytes, f.Evid.Hash: f.Evid.Bytes}[h]) {
 			t.Errorf("screenshot %s not written by hash beside the page: %v", h, err)
 		}
 	}
-	if n := strings.Count(page, `<img src="blobs/`+f.shot1.Hash+`.png"`); n != 2 {
+	if n := strings.Count(page, `<img src="blobs/`+f.Shot1.Hash+`.png"`); n != 2 {
 		t.Errorf("steps 0 and 2 show screenshot 1 %d times, want 2", n)
 	}
 	mustContain(t, page,
@@ -70,7 +71,7 @@ func TestTrajectoryPage(t *testing.T) {
 		"I click Save.\nAction: click", `<details class="a11y"><summary>Accessibility tree</summary><pre>desktop`, `button &#34;Save&#34; [b1]`,
 		"<code>click(200, 280)</code>",
 		// verifier criteria and probe evidence
-		`data-strategy="builtin"`, "report saved", "title bar shows r.txt", "probe: 2 step(s), 321 tokens", `<img src="blobs/`+f.evid.Hash+`.png"`,
+		`data-strategy="builtin"`, "report saved", "title bar shows r.txt", "probe: 2 step(s), 321 tokens", `<img src="blobs/`+f.Evid.Hash+`.png"`,
 	)
 	// tokens: each turn's trained run, decoded, after its context
 	for _, want := range []string{
@@ -90,8 +91,8 @@ func TestTrajectoryPage(t *testing.T) {
 }
 
 func TestScreenshotsWrittenOnce(t *testing.T) {
-	f := newFixture(t, filepath.Join(t.TempDir(), "lake"))
-	e := f.engine(t)
+	f := viewtest.New(t, filepath.Join(t.TempDir(), "lake"))
+	e := engineOf(t, f)
 	out := filepath.Join(t.TempDir(), "t.html")
 	ctx := context.Background()
 	if _, err := Write(ctx, e, KindTrajectory, "files-001@it001#00", out, WriteOptions{}); err != nil {
@@ -102,20 +103,20 @@ func TestScreenshotsWrittenOnce(t *testing.T) {
 		t.Fatalf("second write: %+v %v; want every screenshot kept", w, err)
 	}
 	// A file whose bytes no longer match its name is written again.
-	bad := filepath.Join(filepath.Dir(out), BlobDir, f.shot2.Hash+".png")
+	bad := filepath.Join(filepath.Dir(out), BlobDir, f.Shot2.Hash+".png")
 	if err := os.WriteFile(bad, []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	w, err = Write(ctx, e, KindTrajectory, "files-001@it001#00", out, WriteOptions{})
-	if err != nil || w.Blobs != 1 || w.BlobsKept != 2 || read(t, bad) != string(f.shot2.Bytes) {
+	if err != nil || w.Blobs != 1 || w.BlobsKept != 2 || read(t, bad) != string(f.Shot2.Bytes) {
 		t.Fatalf("after corrupting one: %+v %v", w, err)
 	}
 }
 
 func TestWriteRefusesTheLake(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "lake")
-	f := newFixture(t, dir)
-	e := f.engine(t)
+	f := viewtest.New(t, dir)
+	e := engineOf(t, f)
 	_, err := Write(context.Background(), e, KindTrajectory, "files-001@it001#00", filepath.Join(dir, "view", "t.html"), WriteOptions{})
 	if !errors.Is(err, outfile.ErrInsideLake) {
 		t.Fatalf("writing into the lake: %v, want ErrInsideLake", err)
@@ -126,8 +127,8 @@ func TestWriteRefusesTheLake(t *testing.T) {
 }
 
 func TestUnknownIDs(t *testing.T) {
-	f := newFixture(t, filepath.Join(t.TempDir(), "lake"))
-	e := f.engine(t)
+	f := viewtest.New(t, filepath.Join(t.TempDir(), "lake"))
+	e := engineOf(t, f)
 	for _, kind := range []string{KindTrajectory, KindGroup, KindTask} {
 		_, err := Write(context.Background(), e, kind, "nope", filepath.Join(t.TempDir(), "x.html"), WriteOptions{})
 		if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), `"nope"`) {
@@ -137,8 +138,8 @@ func TestUnknownIDs(t *testing.T) {
 }
 
 func TestTreeOnlyStepDrawsTheTree(t *testing.T) {
-	f := newFixture(t, filepath.Join(t.TempDir(), "lake"))
-	e := f.engine(t)
+	f := viewtest.New(t, filepath.Join(t.TempDir(), "lake"))
+	e := engineOf(t, f)
 	out := filepath.Join(t.TempDir(), "t.html")
 	if _, err := Write(context.Background(), e, KindTrajectory, "eval:files-001@it001#00", out, WriteOptions{}); err != nil {
 		t.Fatal(err)
@@ -153,8 +154,8 @@ func TestTreeOnlyStepDrawsTheTree(t *testing.T) {
 }
 
 func TestGroupPage(t *testing.T) {
-	f := newFixture(t, filepath.Join(t.TempDir(), "lake"))
-	e := f.engine(t)
+	f := viewtest.New(t, filepath.Join(t.TempDir(), "lake"))
+	e := engineOf(t, f)
 	out := filepath.Join(t.TempDir(), PageName(KindGroup, "files-001@it001"))
 	w, err := Write(context.Background(), e, KindGroup, "files-001@it001", out, WriteOptions{})
 	if err != nil {
@@ -183,8 +184,8 @@ func TestGroupPage(t *testing.T) {
 }
 
 func TestTaskPage(t *testing.T) {
-	f := newFixture(t, filepath.Join(t.TempDir(), "lake"))
-	e := f.engine(t)
+	f := viewtest.New(t, filepath.Join(t.TempDir(), "lake"))
+	e := engineOf(t, f)
 	out := filepath.Join(t.TempDir(), "task.html")
 	if _, err := Write(context.Background(), e, KindTask, "files-001", out, WriteOptions{}); err != nil {
 		t.Fatal(err)
@@ -228,8 +229,8 @@ func TestTrajectoryPageInBrowser(t *testing.T) {
 	if notebooktest.Chromium() == "" {
 		t.Fatal("chromium is not installed: run make setup (scripts/setup.sh installs it)")
 	}
-	f := newFixture(t, filepath.Join(t.TempDir(), "lake"))
-	e := f.engine(t)
+	f := viewtest.New(t, filepath.Join(t.TempDir(), "lake"))
+	e := engineOf(t, f)
 	out := filepath.Join(t.TempDir(), "t.html")
 	if _, err := Write(context.Background(), e, KindTrajectory, "files-001@it001#00", out, WriteOptions{Tokenizers: words}); err != nil {
 		t.Fatal(err)
