@@ -114,6 +114,40 @@ func TestExportEndToEnd(t *testing.T) {
 	if check[0][0] != int64(0) || check[0][1] == int64(0) || check[0][2] != int64(0) {
 		t.Fatalf("segments: %v (advantage wrong, mixed-group rows, logprobs wrong, rows)", check)
 	}
+	// Each item's screenshots are those its stream shows, in order: as many
+	// as its <|vision_start|> tokens, and in step mode (window 2) the
+	// screenshots of steps last_step-2 .. last_step.
+	tok, _ := tokenizer.Default()
+	vs, ok := tok.TokenID("<|vision_start|>")
+	if !ok {
+		t.Fatal("the tokenizer has no <|vision_start|>")
+	}
+	wrong := duckQuery(t, db, fmt.Sprintf(`WITH want AS (
+		SELECT s.segment_id, list(st.observation ORDER BY st.step) AS shots FROM read_parquet(`+sf+`) s
+		JOIN `+lakeFiles("steps")+` st ON st.trajectory_id = s.trajectory_id AND st.step BETWEEN greatest(0, s.last_step - 2) AND s.last_step
+		GROUP BY 1)
+		SELECT s.segment_id FROM read_parquet(`+sf+`) s JOIN want USING (segment_id)
+		WHERE s.image_hashes != want.shots OR len(list_filter(s.input_ids, x -> x = %d)) != len(s.image_hashes) OR s.image_count != len(s.image_hashes)`, vs))
+	if len(wrong) != 0 {
+		t.Fatalf("segments whose image_hashes are not their screenshots: %v", wrong)
+	}
+	// Window mode (K = Delta = 1, ScaleCUA's Algorithm 2): item i keeps the
+	// screenshots from turn i * Delta on, at most K + Delta of them.
+	if o, err := run(t, "segment", "--mode", "window", "--k", "1", "--delta", "1", "--workers", "2"); err != nil {
+		t.Fatalf("segment window: %s %v", o, err)
+	}
+	win := filepath.Join(out, "win")
+	if o, err := run(t, "export", "segments", "--images", "none", win); err != nil {
+		t.Fatalf("export segments --images none: %s %v", o, err)
+	}
+	wf := lit(filepath.Join(win, "segments.parquet"))
+	wrong = duckQuery(t, db, `SELECT s.segment_id FROM read_parquet(`+wf+`) s
+		LEFT JOIN `+lakeFiles("steps")+` st ON st.trajectory_id = s.trajectory_id AND st.step = s."index"
+		WHERE st.observation IS NULL OR s.image_hashes[1] != st.observation OR len(s.image_hashes) > 2 OR s."mode" != 'window'`)
+	items := duckQuery(t, db, `SELECT count(*), count(*) FILTER (WHERE "index" > 0) FROM read_parquet(`+wf+`)`)
+	if len(wrong) != 0 || items[0][1] == int64(0) {
+		t.Fatalf("window items whose screenshots are not turns index.. : %v (items %v)", wrong, items)
+	}
 	files := duckQuery(t, db, `SELECT DISTINCT unnest(image_paths) FROM read_parquet(`+sf+`)`)
 	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join(segs, f[0].(string)))
