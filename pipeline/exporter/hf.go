@@ -52,7 +52,7 @@ type HFReport struct {
 	Shards   []string `json:"shards"`
 	Columns  []string `json:"columns"`
 	Images   []string `json:"image_columns"`
-	// ImageFiles counts the distinct screenshots the rows hold.
+	// ImageBlobs counts the distinct screenshots the rows hold.
 	ImageBlobs int `json:"image_blobs"`
 }
 
