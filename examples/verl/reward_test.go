@@ -52,7 +52,7 @@ func runReward(t *testing.T, env []string, calls []call) ([]float64, string, err
 	dir, _ := filepath.Abs(".")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, "-I", "-c", `
+	cmd := exec.CommandContext(ctx, python, "-I", "-B", "-c", `
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import cualake_reward
