@@ -17,6 +17,7 @@ import (
 // moves the ref.
 type Txn struct {
 	lake    *Lake
+	branch  string // the branch Commit moves: "main" or a refs/heads/ name
 	parent  string // "" for the first snapshot
 	base    *Manifest
 	changes map[string]change
@@ -40,16 +41,37 @@ type BeginOption func(*Txn)
 // with a main ref, or with no history, it changes nothing.
 func NewHistory() BeginOption { return func(t *Txn) { t.newHistory = true } }
 
-// Begin starts a transaction on top of the snapshot ref names ("" = head of
-// main; a lake with no history yet starts from nothing). A corrupt ref, or
-// a missing main on a lake that has a history, is an error.
+// Begin starts a transaction on top of the snapshot ref names. The commit
+// moves one branch: the handle's branch if it was set with OnBranch;
+// otherwise the branch ref names when it is "main" or a branch name, and
+// main for "", a tag or a snapshot id. "" starts from that branch's head (a
+// lake with no history yet starts main from nothing). A corrupt ref, a
+// missing branch, or a missing main on a lake that has a history, is an
+// error.
 func (l *Lake) Begin(ctx context.Context, ref string, opts ...BeginOption) (*Txn, error) {
-	t := &Txn{lake: l, changes: map[string]change{}}
+	t := &Txn{lake: l, branch: l.Branch(), changes: map[string]change{}}
 	for _, o := range opts {
 		o(t)
 	}
-	id, err := l.Resolve(ctx, ref)
-	onMain := ref == "" || ref == MainRef
+	if l.branch == "" && ref != "" && !isHexName(ref) {
+		if ref == MainRef {
+			t.branch = MainRef
+		} else if _, err := l.readRef(ctx, headsDir+ref); err == nil {
+			t.branch = ref
+		}
+	}
+	if t.branch != MainRef {
+		// The branch must exist, whatever the transaction starts from.
+		if _, err := l.BranchHead(ctx, t.branch); err != nil {
+			return nil, fmt.Errorf("begin on branch %s: %w", t.branch, err)
+		}
+	}
+	from := ref
+	if from == "" {
+		from = t.branch
+	}
+	id, err := l.Resolve(ctx, from)
+	onMain := t.branch == MainRef && (ref == "" || ref == MainRef)
 	switch {
 	case err == nil:
 		m, err := l.Snapshot(ctx, id)
@@ -64,6 +86,9 @@ func (l *Lake) Begin(ctx context.Context, ref string, opts ...BeginOption) (*Txn
 	}
 	return t, nil
 }
+
+// Branch is the branch this transaction's commit moves.
+func (t *Txn) Branch() string { return t.branch }
 
 // Parent is the snapshot this transaction builds on ("" for none).
 func (t *Txn) Parent() string { return t.parent }
@@ -103,16 +128,18 @@ type CommitInfo struct {
 // maxRebases bounds how often a commit is re-applied on a moved head.
 const maxRebases = 16
 
-// Commit writes the manifest and moves main. If main moved since Begin and
+// Commit writes the manifest and moves the transaction's branch (main
+// unless Begin chose another; no other ref moves). If it moved since Begin and
 // the tables changed meanwhile are disjoint from this commit's, it rebases
 // onto the new head; otherwise it fails with ErrConflict. Committing a
 // snapshot whose tables equal its parent's is a no-op that returns the
 // parent, so re-running a stage that changes nothing adds no history.
 //
-// Main is read and parsed before anything is written: a corrupt main fails
+// The branch is read and parsed before anything is written: a corrupt ref fails
 // at once (ErrCorrupt) and a moved one is rebased onto, neither leaving a
 // manifest behind; the compare-and-swap then only guards the short window
-// between that read and the swap. A parentless commit is refused with
+// between that read and the swap. A branch deleted meanwhile fails with
+// ErrNotExist. A parentless commit (only main has them) is refused with
 // ErrDanglingHistory where main is missing but the lake holds a history,
 // unless the transaction was begun with NewHistory.
 func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
@@ -128,6 +155,7 @@ func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 	if inputs == nil {
 		inputs = []string{}
 	}
+	key := headsDir + t.branch
 	parent, base := t.parent, t.base
 	for attempt := 0; ; attempt++ {
 		m := t.build(parent, base, info, params, inputs)
@@ -139,8 +167,10 @@ func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 		if parent != "" && sameTables(m, base) {
 			return base, nil // the data did not change: no new snapshot
 		}
-		head, err := t.lake.readRef(ctx, mainKey)
+		head, err := t.lake.readRef(ctx, key)
 		switch {
+		case errors.Is(err, ErrNotExist) && t.branch != MainRef:
+			return nil, fmt.Errorf("commit %s on branch %s: %w: %s was deleted since the transaction began", info.Stage, t.branch, ErrNotExist, key)
 		case errors.Is(err, ErrNotExist):
 			if parent != "" {
 				return nil, fmt.Errorf("commit %s on %s: %w: %s is missing; restore it or begin a new history", info.Stage, short(parent), ErrDanglingHistory, mainKey)
@@ -159,15 +189,15 @@ func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 				return t.lake.Snapshot(ctx, id) // someone committed the very same snapshot
 			}
 			if attempt >= maxRebases {
-				return nil, fmt.Errorf("commit %s: %w: main kept moving (%d attempts)", info.Stage, ErrConflict, attempt+1)
+				return nil, fmt.Errorf("commit %s: %w: %s kept moving (%d attempts)", info.Stage, ErrConflict, t.branch, attempt+1)
 			}
 			headM, err := t.lake.Snapshot(ctx, head)
 			if err != nil {
-				return nil, fmt.Errorf("commit %s: main moved to %s: %w", info.Stage, short(head), err)
+				return nil, fmt.Errorf("commit %s: %s moved to %s: %w", info.Stage, t.branch, short(head), err)
 			}
 			if clash := t.overlap(ctx, parent, headM); len(clash) > 0 {
-				return nil, fmt.Errorf("commit %s on %s: %w: main moved to %s, which also changed table(s) %s; re-run the stage on the new head",
-					info.Stage, short(parent), ErrConflict, short(head), strings.Join(clash, ", "))
+				return nil, fmt.Errorf("commit %s on %s: %w: %s moved to %s, which also changed table(s) %s; re-run the stage on the new head",
+					info.Stage, short(parent), ErrConflict, t.branch, short(head), strings.Join(clash, ", "))
 			}
 			parent, base = head, headM
 			continue
@@ -184,7 +214,7 @@ func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 		if parent != "" {
 			prev = formatRef(parent)
 		}
-		err = t.lake.store.CompareAndSwap(ctx, mainKey, prev, formatRef(id))
+		err = t.lake.store.CompareAndSwap(ctx, key, prev, formatRef(id))
 		if err == nil {
 			if parent == "" {
 				if err := t.lake.recordRoot(ctx, id); err != nil {
@@ -194,12 +224,12 @@ func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 			return m, nil
 		}
 		if !errors.Is(err, ErrConflict) {
-			return nil, fmt.Errorf("commit %s: move main: %w", info.Stage, err)
+			return nil, fmt.Errorf("commit %s: move %s: %w", info.Stage, t.branch, err)
 		}
 		if attempt >= maxRebases {
-			return nil, fmt.Errorf("commit %s: %w: main kept moving (%d attempts)", info.Stage, ErrConflict, attempt+1)
+			return nil, fmt.Errorf("commit %s: %w: %s kept moving (%d attempts)", info.Stage, ErrConflict, t.branch, attempt+1)
 		}
-		// Another writer moved main between the read and the swap: read it
+		// Another writer moved the branch between the read and the swap: read it
 		// again at the top of the loop.
 	}
 }
@@ -214,7 +244,9 @@ func (l *Lake) StartNewHistory(ctx context.Context) (*Manifest, error) {
 	} else if !errors.Is(err, ErrNotExist) {
 		return nil, err
 	}
-	tx, err := l.Begin(ctx, MainRef, NewHistory())
+	onMain := *l
+	onMain.branch = ""
+	tx, err := onMain.Begin(ctx, MainRef, NewHistory())
 	if err != nil {
 		return nil, err
 	}

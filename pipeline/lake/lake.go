@@ -20,6 +20,9 @@ const (
 // Lake is a handle on one lake.
 type Lake struct {
 	store Storage
+	// branch is the branch "" resolves to and Begin("") commits to; ""
+	// means main (see OnBranch).
+	branch string
 	// Now is the clock for the informational committed_at field; tests pin it.
 	Now func() time.Time
 }
@@ -80,25 +83,72 @@ func (l *Lake) Storage() Storage { return l.store }
 
 func (l *Lake) String() string { return l.store.String() }
 
-// Head returns the snapshot id main points at: "" for a lake that has no
-// history yet, ErrCorrupt if the ref is malformed, ErrDanglingHistory if
-// main is missing although the lake holds a history.
+// OnBranch returns a handle on the same lake whose default branch is name:
+// "" and Head resolve to that branch's head, and every transaction begun
+// on it commits to that branch (Begin). "" or "main" is main. The name
+// must be a valid branch name (ValidateRefName); the branch need not exist
+// yet, but reading or committing on a missing one fails.
+func (l *Lake) OnBranch(name string) (*Lake, error) {
+	if name != "" && name != MainRef {
+		if err := ValidateRefName(name); err != nil {
+			return nil, fmt.Errorf("branch: %w", err)
+		}
+	}
+	if name == MainRef {
+		name = ""
+	}
+	c := *l
+	c.branch = name
+	return &c, nil
+}
+
+// Branch names the handle's default branch ("main" unless OnBranch).
+func (l *Lake) Branch() string {
+	if l.branch == "" {
+		return MainRef
+	}
+	return l.branch
+}
+
+// Head returns the snapshot id the handle's branch points at (main unless
+// OnBranch): for main, "" for a lake that has no history yet,
+// ErrDanglingHistory if main is missing although the lake holds a
+// history; for another branch, ErrNotExist if it does not exist. A
+// malformed ref is ErrCorrupt.
 func (l *Lake) Head(ctx context.Context) (string, error) {
-	id, err := l.readRef(ctx, mainKey)
+	return l.BranchHead(ctx, l.Branch())
+}
+
+// BranchHead returns the snapshot id branch name points at, as Head does
+// for the handle's own branch.
+func (l *Lake) BranchHead(ctx context.Context, name string) (string, error) {
+	if name == "" || name == MainRef {
+		id, err := l.readRef(ctx, mainKey)
+		if errors.Is(err, ErrNotExist) {
+			return l.checkNoHistory(ctx)
+		}
+		return id, err
+	}
+	id, err := l.readRef(ctx, headsDir+name)
 	if errors.Is(err, ErrNotExist) {
-		return l.checkNoHistory(ctx)
+		return "", fmt.Errorf("branch %s of lake %s: %w (create it with `cualake lake branch create %s`)", name, l, ErrNotExist, name)
 	}
 	return id, err
 }
 
-// Resolve turns a ref into a snapshot id: "" or "main" is the head; 4 to 64
-// hex digits are a snapshot id or an unambiguous id prefix of 6+ digits,
-// never a tag; any other name is a tag (ValidateRefName says which names
-// are).
+// Resolve turns a ref into a snapshot id: "" is the head of the handle's
+// branch (main unless OnBranch), "main" the head of main; 4 to 64 hex
+// digits are a snapshot id or an unambiguous id prefix of 6+ digits,
+// never a name; any other name is a branch or a tag (ValidateRefName says
+// which names are; a name that is both is refused as ambiguous).
 func (l *Lake) Resolve(ctx context.Context, ref string) (string, error) {
 	switch {
 	case ref == "" || ref == MainRef:
-		id, err := l.Head(ctx)
+		name := ref
+		if name == "" {
+			name = l.Branch()
+		}
+		id, err := l.BranchHead(ctx, name)
 		if err == nil && id == "" {
 			return "", fmt.Errorf("lake %s has no snapshot yet: %w", l, ErrNotExist)
 		}
@@ -107,13 +157,23 @@ func (l *Lake) Resolve(ctx context.Context, ref string) (string, error) {
 		return l.resolveID(ctx, strings.ToLower(ref))
 	}
 	if err := ValidateRefName(ref); err != nil {
-		return "", fmt.Errorf("%q is neither a tag nor a snapshot id of lake %s: %w", ref, l, err)
+		return "", fmt.Errorf("%q is neither a branch, a tag nor a snapshot id of lake %s: %w", ref, l, err)
 	}
-	id, err := l.readRef(ctx, tagsDir+ref)
-	if errors.Is(err, ErrNotExist) {
-		return "", fmt.Errorf("%q is neither a tag nor a snapshot id of lake %s: %w", ref, l, ErrNotExist)
+	head, herr := l.readRef(ctx, headsDir+ref)
+	tag, terr := l.readRef(ctx, tagsDir+ref)
+	switch {
+	case herr == nil && terr == nil:
+		return "", fmt.Errorf("%q names both a branch (at %s) and a tag (at %s) of lake %s; delete one (`cualake lake branch delete %s`)", ref, short(head), short(tag), l, ref)
+	case herr == nil:
+		return head, nil
+	case !errors.Is(herr, ErrNotExist):
+		return "", herr
+	case terr == nil:
+		return tag, nil
+	case !errors.Is(terr, ErrNotExist):
+		return "", terr
 	}
-	return id, err
+	return "", fmt.Errorf("%q is neither a branch, a tag nor a snapshot id of lake %s: %w", ref, l, ErrNotExist)
 }
 
 // resolveID finds the snapshot a full id or an id prefix names.
@@ -198,6 +258,14 @@ func (l *Lake) Log(ctx context.Context, ref string, limit int) ([]*Manifest, err
 func (l *Lake) Tag(ctx context.Context, name, ref string) (string, error) {
 	if err := ValidateRefName(name); err != nil {
 		return "", fmt.Errorf("tag: %w", err)
+	}
+	if err := l.checkRefPath(ctx, tagsDir, name); err != nil {
+		return "", fmt.Errorf("tag %s: %w", name, err)
+	}
+	if cur, err := l.readRef(ctx, headsDir+name); err == nil {
+		return "", fmt.Errorf("tag %s: a branch of that name exists (at %s); a name is a branch or a tag, never both: %w", name, short(cur), ErrExist)
+	} else if !errors.Is(err, ErrNotExist) {
+		return "", fmt.Errorf("tag %s: %w", name, err)
 	}
 	id, err := l.Resolve(ctx, ref)
 	if err != nil {

@@ -284,3 +284,27 @@ func removeFile(p string) error {
 	}
 	return nil
 }
+
+// forgetRef removes what a deleted ref leaves in the folder: its
+// compare-and-swap lock file and the folders of its name that are now
+// empty, up to stop (so that a later ref may be named like one of them).
+func (l *Local) forgetRef(key, stop string) error {
+	p, err := l.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p + ".lock"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s.lock: %w", key, err)
+	}
+	root, err := l.path(strings.TrimSuffix(stop, "/"))
+	if err != nil {
+		return err
+	}
+	for d := filepath.Dir(p); d != root && strings.HasPrefix(d, root+string(filepath.Separator)); d = filepath.Dir(d) {
+		if err := os.Remove(d); err != nil {
+			// Not empty (another ref lives there) or already gone: stop.
+			break
+		}
+	}
+	return nil
+}

@@ -44,6 +44,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("LakeConflicts", func(t *testing.T) { testLakeConflicts(t, b) })
 	t.Run("CorruptAndMissing", func(t *testing.T) { testCorrupt(t, b) })
 	t.Run("Refs", func(t *testing.T) { testRefs(t, b) })
+	t.Run("Branches", func(t *testing.T) { testBranches(t, b) })
 }
 
 func ctx() context.Context { return context.Background() }
@@ -642,5 +643,100 @@ func testRefs(t *testing.T, b Backend) {
 	}
 	if rows, err := lake.ReadTable(ctx(), fresh, mustAt(t, fresh, m1.ID), schemas.Tasks); err != nil || len(rows) != 3 {
 		t.Fatalf("the abandoned history after gc: %d rows, %v", len(rows), err)
+	}
+}
+
+// testBranches: branches with '/' in their names are created, listed,
+// committed to (moving only themselves, also from concurrent writers on
+// two branches), resolved by another handle and deleted without losing
+// data, on every backend.
+func testBranches(t *testing.T, b Backend) {
+	s := b.New(t)
+	l := newLake(t, s)
+	base, err := commit(t, l, "", tasks(3, "files"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"exp/a/s1", "exp/b/s1"} {
+		if _, err := l.CreateBranch(ctx(), name, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.CreateBranch(ctx(), "exp/a", ""); !errors.Is(err, lake.ErrInvalidRefName) {
+		t.Fatalf("a branch named like another's folder: %v", err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, name := range []string{"exp/a/s1", "exp/b/s1"} {
+		wg.Add(1)
+		go func(i int, name string) {
+			defer wg.Done()
+			h, err := l.OnBranch(name)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			for j := 0; j < 4; j++ {
+				tx, err := h.Begin(ctx(), "")
+				if err == nil {
+					err = lake.ReplaceTable(ctx(), tx, schemas.Tasks, tasks(4+j+10*i, name))
+				}
+				if err == nil {
+					_, err = tx.Commit(ctx(), lake.CommitInfo{Stage: name})
+				}
+				if err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		}(i, name)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	l2, err := lake.Open(ctx(), b.Reopen(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := l2.Branches(ctx())
+	if err != nil || len(bs) != 3 || bs["main"] != base.ID {
+		t.Fatalf("branches: %v %v", bs, err)
+	}
+	for i, name := range []string{"exp/a/s1", "exp/b/s1"} {
+		log, err := l2.Log(ctx(), name, 0)
+		if err != nil || len(log) != 5 || log[4].ID != base.ID {
+			t.Fatalf("%s: %d snapshots %v", name, len(log), err)
+		}
+		for _, m := range log[:4] {
+			if m.Stage != name {
+				t.Fatalf("%s's history holds a commit of %s", name, m.Stage)
+			}
+		}
+		if log[0].Tables["tasks"].Rows != int64(7+10*i) {
+			t.Fatalf("%s head: %d rows", name, log[0].Tables["tasks"].Rows)
+		}
+	}
+	head, err := l2.Resolve(ctx(), "exp/a/s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l2.DeleteBranch(ctx(), "exp/a/s1"); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := l2.GC(ctx(), false, 0); err != nil || len(rep.Removed) != 0 {
+		t.Fatalf("gc after deleting a branch: %+v %v", rep, err)
+	}
+	m, err := l2.Snapshot(ctx(), head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows, err := lake.ReadTable(ctx(), l2, m, schemas.Tasks); err != nil || len(rows) != 7 {
+		t.Fatalf("the deleted branch's head: %d rows %v", len(rows), err)
+	}
+	if rep, err := l2.Verify(ctx(), nil); err != nil || !rep.OK() {
+		t.Fatalf("verify: %+v %v", rep, err)
 	}
 }
