@@ -32,34 +32,36 @@ func Plan(c Config) []Step {
 		}
 		s = append(s, Step{Key: key, Title: title, Command: cmd, Flags: flags, Iteration: it, Weight: weight})
 	}
-	// Weights are seconds measured on the 2-core demo machine, scaled by
-	// the config, so that the time-left estimate holds from the first step.
+	// Weights are seconds measured on the 2-core demo machine (one default
+	// run with other jobs on it: pipeline/loop/testdata/demo-steps.json),
+	// scaled by the config, so that the time-left estimate holds from the
+	// first step (TestTimeLeftWithin30Percent).
 	pool := 250.0 // training tasks after synthesis, roughly
 	add("pool", "seed the task pool", 1, -1, []string{"simdesk", "pool"})
 	if c.Synthesize.Count > 0 {
-		add("synthesize", "synthesize tasks (VeriGen)", 1+0.05*float64(c.Synthesize.Count), -1, []string{"synthesize"},
+		add("synthesize", "synthesize tasks (VeriGen)", 0.02*float64(c.Synthesize.Count), -1, []string{"synthesize"},
 			"--backend", c.Synthesize.Backend, "--count", itoa(c.Synthesize.Count), "--seed", seedOf(c, 1), "--workers", w)
 	}
-	add("warm-demos", "warm start: oracle demonstrations", 0.03*pool*float64(c.Warmstart.Demos), -1, []string{"rollout"},
+	add("warm-demos", "warm start: oracle demonstrations", 0.009*pool*float64(c.Warmstart.Demos), -1, []string{"rollout"},
 		"--policy", "oracle", "--source", "warmstart", "--split", "train", "--n", itoa(c.Warmstart.Demos),
 		"--max-turns", itoa(c.Warmstart.MaxTurns), "--tree-only", "--seed", seedOf(c, 2), "--workers", w)
-	add("warm-sft", "warm start: supervised fine-tuning", 0.45*float64(c.Warmstart.Steps), -1, []string{"train"},
+	add("warm-sft", "warm start: supervised fine-tuning", 0.74*float64(c.Warmstart.Steps), -1, []string{"train"},
 		"--objective", "sft", "--steps", itoa(c.Warmstart.Steps), "--lr", ftoa(c.Warmstart.LR), "--seed", seedOf(c, 3))
 	evalStep := func(it int) {
-		add(fmt.Sprintf("it%02d-eval", it), fmt.Sprintf("evaluate on held-out tasks (after iteration %d)", it), 8*float64(c.Eval.N), it, []string{"rollout"},
+		add(fmt.Sprintf("it%02d-eval", it), fmt.Sprintf("evaluate on held-out tasks (after iteration %d)", it), 14*float64(c.Eval.N), it, []string{"rollout"},
 			"--policy", "checkpoint", "--source", "eval", "--greedy", "--split", c.Eval.Split, "--n", itoa(c.Eval.N), "--iteration", itoa(it),
 			"--max-turns", itoa(c.Rollout.MaxTurns), "--tree-only", "--seed", seedOf(c, 100+it), "--workers", w)
 	}
 	evalStep(0)
-	add("initial-pass", "initial pass over the training pool", 0.1*pool*float64(c.InitialPass.N), 0, []string{"rollout"},
+	add("initial-pass", "initial pass over the training pool", 0.2*pool*float64(c.InitialPass.N), 0, []string{"rollout"},
 		"--policy", "checkpoint", "--split", "train", "--n", itoa(c.InitialPass.N), "--iteration", "0",
 		"--max-turns", itoa(c.Rollout.MaxTurns), "--tree-only", "--seed", seedOf(c, 4), "--workers", w)
 	for it := 1; it <= c.Iterations; it++ {
 		title := func(what string) string { return fmt.Sprintf("iteration %d/%d: %s", it, c.Iterations, what) }
-		add(fmt.Sprintf("it%02d-sample", it), title("sample ("+c.Sample.Sampler+")"), 0.5, it, []string{"sample"},
+		add(fmt.Sprintf("it%02d-sample", it), title("sample ("+c.Sample.Sampler+")"), 0.25, it, []string{"sample"},
 			"--sampler", c.Sample.Sampler, "--batch", itoa(c.Sample.Batch), "--alpha", ftoa(c.Sample.Alpha),
 			"--p-min", ftoa(c.Sample.PMin), "--p-max", ftoa(c.Sample.PMax), "--seed", seedOf(c, 200+it))
-		add(fmt.Sprintf("it%02d-rollout", it), title("rollout"), 0.07*float64(c.Sample.Batch*c.Rollout.N), it, []string{"rollout"},
+		add(fmt.Sprintf("it%02d-rollout", it), title("rollout"), 0.16*float64(c.Sample.Batch*c.Rollout.N), it, []string{"rollout"},
 			"--policy", "checkpoint", "--n", itoa(c.Rollout.N), "--max-turns", itoa(c.Rollout.MaxTurns), "--tree-only",
 			"--seed", seedOf(c, 300+it), "--workers", w)
 		segArgs := []string{"--mode", c.Segment.Mode, "--k", itoa(c.Segment.K), "--delta", itoa(c.Segment.Delta), "--tokenizer", "checkpoint",
@@ -67,14 +69,14 @@ func Plan(c Config) []Step {
 		if c.Train.Advantage == "stepo" && c.Segment.Mode == "step" {
 			segArgs = append(segArgs, "--advantage", "stepo") // the segments then carry A_i/|T_i|, as the trainer uses
 		}
-		add(fmt.Sprintf("it%02d-segment", it), title("segment ("+c.Segment.Mode+")"), 1, it, []string{"segment"}, segArgs...)
-		add(fmt.Sprintf("it%02d-train", it), title("train (GRPO, "+c.Train.Advantage+")"), 0.6*float64(c.Train.Steps), it, []string{"train"},
+		add(fmt.Sprintf("it%02d-segment", it), title("segment ("+c.Segment.Mode+")"), 2, it, []string{"segment"}, segArgs...)
+		add(fmt.Sprintf("it%02d-train", it), title("train (GRPO, "+c.Train.Advantage+")"), 2.7*float64(c.Train.Steps), it, []string{"train"},
 			"--objective", "grpo", "--advantage", c.Train.Advantage, "--steps", itoa(c.Train.Steps), "--lr", ftoa(c.Train.LR),
 			"--seed", seedOf(c, 400+it))
 		evalStep(it)
 	}
 	for _, a := range c.Audits {
-		add("audit-"+a, "audit "+a, 2, -1, []string{"audit", a})
+		add("audit-"+a, "audit "+a, 0.5, -1, []string{"audit", a})
 	}
 	return s
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/progress"
 )
 
 // Executor runs one stage command against the lake (in-process, or as a
@@ -47,17 +48,17 @@ func Run(ctx context.Context, l *lake.Lake, c Config, exec Executor, log io.Writ
 	if err != nil {
 		return nil, err
 	}
-	var total, doneW float64
-	for _, s := range steps {
-		total += s.Weight
+	weights := make([]float64, len(steps))
+	for i, s := range steps {
+		weights[i] = s.Weight
 	}
+	est := progress.NewEstimate(weights)
 	start := time.Now()
-	var spentW float64 // weight of steps run in this process, for the estimate
 	var results []StepResult
 	for i, s := range steps {
 		if id, ok := tags[doneTag(run, s.Key)]; ok {
 			results = append(results, StepResult{Key: s.Key, Snapshot: id, Resumed: true})
-			doneW += s.Weight
+			est.Skip(i)
 			continue
 		}
 		head, _ := l.Head(ctx)
@@ -69,7 +70,7 @@ func Run(ctx context.Context, l *lake.Lake, c Config, exec Executor, log io.Writ
 			}
 			fmt.Fprintf(log, "[%d/%d] %s: committed by an interrupted run, not redone\n", i+1, len(steps), s.Title)
 			results = append(results, StepResult{Key: s.Key, Snapshot: head, Resumed: true})
-			doneW += s.Weight
+			est.Skip(i)
 			continue
 		}
 		if head != "" {
@@ -79,12 +80,10 @@ func Run(ctx context.Context, l *lake.Lake, c Config, exec Executor, log io.Writ
 				}
 			}
 		}
-		left := ""
-		if spentW > 0 {
-			rate := time.Since(start).Seconds() / spentW
-			left = fmt.Sprintf(", about %s left", (time.Duration(rate*(total-doneW)) * time.Second).Round(time.Second))
-		}
-		fmt.Fprintf(log, "[%d/%d] %s (elapsed %s%s)\n", i+1, len(steps), s.Title, time.Since(start).Round(time.Second), left)
+		// From the first step on: the weights are seconds measured on the
+		// demo machine, and the pace measured so far scales them.
+		fmt.Fprintf(log, "[%d/%d] %s (elapsed %s, about %s left)\n", i+1, len(steps), s.Title,
+			time.Since(start).Round(time.Second), est.Left().Round(time.Second))
 		t0 := time.Now()
 		if err := exec(ctx, s.Command, s.Flags); err != nil {
 			return results, fmt.Errorf("step %s (%v): %w", s.Key, s.Command, err)
@@ -100,9 +99,9 @@ func Run(ctx context.Context, l *lake.Lake, c Config, exec Executor, log io.Writ
 			return results, err
 		}
 		tags[doneTag(run, s.Key)] = head
-		results = append(results, StepResult{Key: s.Key, Snapshot: head, Seconds: time.Since(t0).Seconds()})
-		doneW += s.Weight
-		spentW += s.Weight
+		took := time.Since(t0)
+		results = append(results, StepResult{Key: s.Key, Snapshot: head, Seconds: took.Seconds()})
+		est.Done(i, took)
 	}
 	return results, nil
 }

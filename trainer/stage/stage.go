@@ -38,6 +38,16 @@ type Params struct {
 	Device      string  `json:"device"`
 	MaxStale    int32   `json:"max_stale"` // drop rollouts more than this many versions old (EvoCUA-1.5: 3)
 	Temperature float64 `json:"temperature"`
+	// Progress, when set, is called after every optimiser step with the
+	// steps done and the total, so a long SFT shows how far it is.
+	Progress func(done, total int) `json:"-"`
+}
+
+// stepDone reports optimiser step (0-based) as done.
+func (p Params) stepDone(step int) {
+	if p.Progress != nil {
+		p.Progress(step+1, p.Steps)
+	}
 }
 
 // DefaultParams: SFT at 1e-3, GRPO at 1e-4 (3e-6 is ScaleCUA's rate for a
@@ -245,6 +255,7 @@ func runSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params, prev 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		p.stepDone(step)
 	}
 	return finish(model, out, version, parent, "sft", p, -1)
 }
@@ -370,6 +381,7 @@ func runGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params, prev
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		p.stepDone(step)
 	}
 	return finish(model, out, version, parent, "grpo", p, newest)
 }

@@ -113,10 +113,14 @@ func runLoop(c *cli.Context) error {
 	}
 	sum["run"], sum["report"], sum["seconds"] = loop.RunID(cfg), cfg.Report, time.Since(t0).Seconds()
 	snaps := map[string]string{}
+	secs := map[string]float64{} // steps run by this process: what the time-left estimate is checked against
 	for _, s := range steps {
 		snaps[s.Key] = s.Snapshot
+		if !s.Resumed {
+			secs[s.Key] = s.Seconds
+		}
 	}
-	sum["snapshots"] = snaps
+	sum["snapshots"], sum["step_seconds"] = snaps, secs
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, sum)
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/progress"
 	"github.com/cualake/cualake/pipeline/rollout"
 	"github.com/cualake/cualake/pipeline/segment"
 	"github.com/cualake/cualake/pipeline/tokenizer"
@@ -94,7 +96,14 @@ func runTrain(c *cli.Context) error {
 		return usageErr("--advantage: want grpo, stepo or naive")
 	}
 	t0 := time.Now()
+	// Optimiser steps as they go: the warm start's SFT runs for minutes.
+	bar := progress.New(os.Stderr, "train "+p.Objective+": optimiser steps", p.Steps, c.Bool("json"))
+	p.Progress = func(done, total int) {
+		bar.SetTotal(total)
+		bar.Add(1)
+	}
 	out, err := stage.Run(ctx, l, tx.Base(), p)
+	bar.Done()
 	if err != nil {
 		return err
 	}
