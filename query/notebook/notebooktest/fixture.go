@@ -207,6 +207,11 @@ func FixtureRows() Rows {
 			}
 		}
 	}
+	// Version 0 is the warm start (SFT), as the loop commits it.
+	for s := int32(0); s < 5; s++ {
+		out.TrainMetrics = append(out.TrainMetrics, schemas.TrainMetric{Version: 0, Step: s, Objective: "sft",
+			Loss: 3 / float64(s+1), GradNorm: 1.1, Tokens: 800, Items: 32})
+	}
 	for v := int32(1); v <= 2; v++ {
 		for s := int32(0); s < 5; s++ {
 			out.TrainMetrics = append(out.TrainMetrics, schemas.TrainMetric{Version: v, Step: s, Objective: "grpo", Advantage: "grpo",
