@@ -184,11 +184,16 @@ type Step struct {
 	ResponseTokens int32     `parquet:"response_tokens"`
 	ResponseIDs    []int32   `parquet:"response_ids,list"` // token ids the policy produced (empty when not recorded)
 	Logprobs       []float32 `parquet:"logprobs,list"`     // their log-probabilities (empty when not recorded)
-	ActionError    string    `parquet:"action_error"`      // why the environment treated the action as a no-op
-	Reward         float64   `parquet:"reward"`
-	Done           bool      `parquet:"done"`
-	Info           string    `parquet:"info"`
-	Timestamp      string    `parquet:"timestamp"` // as recorded by the source (imported logs); never the wall clock of a cualake run
+	// PromptIDs is the turn's observation exactly as the policy's context
+	// held it: the user message with the screenshot's vision tokens and the
+	// screen text, in the policy tokenizer's ids (empty when not recorded).
+	// The segment stage builds items from these instead of re-rendering.
+	PromptIDs   []int32 `parquet:"prompt_ids,list"`
+	ActionError string  `parquet:"action_error"` // why the environment treated the action as a no-op
+	Reward      float64 `parquet:"reward"`
+	Done        bool    `parquet:"done"`
+	Info        string  `parquet:"info"`
+	Timestamp   string  `parquet:"timestamp"` // as recorded by the source (imported logs); never the wall clock of a cualake run
 }
 
 // ActionOf returns the typed action of a step.
@@ -203,7 +208,7 @@ func (s *Step) SetAction(a Action) {
 
 // Steps holds one row per executed action.
 var Steps = register(&Table[Step]{
-	Name: "steps", Version: 1, Key: []string{"trajectory_id", "step", "sub"},
+	Name: "steps", Version: 2, Key: []string{"trajectory_id", "step", "sub"},
 	Doc:   "one row per executed action: typed action, response, observation hashes, tokens",
 	KeyOf: func(r *Step) string { return r.TrajectoryID + "/" + pad(int64(r.Step)) + "/" + pad(int64(r.Sub)) },
 	Less: func(a, b *Step) bool {
@@ -230,6 +235,11 @@ var Steps = register(&Table[Step]{
 			}
 			if lp > 0 {
 				return fmt.Errorf("%w: field logprobs[%d] is %v, want <= 0", ErrInvalidRow, i, lp)
+			}
+		}
+		for i, id := range r.PromptIDs {
+			if id < 0 {
+				return fmt.Errorf("%w: field prompt_ids[%d] is %d, want >= 0", ErrInvalidRow, i, id)
 			}
 		}
 		return nil
@@ -280,6 +290,7 @@ type Segment struct {
 	Logprobs        []float32 `parquet:"logprobs,list"`  // rollout log-probability per token (0 where mask is 0)
 	HasLogprobs     bool      `parquet:"has_logprobs"`   // false when the rollout recorded none (imported logs)
 	Images          int32     `parquet:"images"`
+	ImageBlobs      []string  `parquet:"image_blobs,list"` // the screenshot blob of each vision block, in order ("" where none was recorded; empty for rows written without)
 	Tokens          int32     `parquet:"tokens"`
 	ImageTokens     int32     `parquet:"image_tokens"`
 	TrainableTokens int32     `parquet:"trainable_tokens"`
@@ -294,7 +305,7 @@ type Segment struct {
 
 // Segments holds the training items of the latest segment run.
 var Segments = register(&Table[Segment]{
-	Name: "segments", Version: 1, Key: []string{"trajectory_id", "index"},
+	Name: "segments", Version: 2, Key: []string{"trajectory_id", "index"},
 	Doc:   "one row per training item: token ids, loss mask, rollout log-probabilities, reward and advantage",
 	KeyOf: func(r *Segment) string { return r.TrajectoryID + "/" + pad(int64(r.Index)) },
 	Less: func(a, b *Segment) bool {
@@ -327,6 +338,9 @@ var Segments = register(&Table[Segment]{
 		if trainable != r.TrainableTokens || int32(len(r.InputIDs)) != r.Tokens {
 			return fmt.Errorf("%w: fields tokens/trainable_tokens are %d/%d but the stream has %d/%d",
 				ErrInvalidRow, r.Tokens, r.TrainableTokens, len(r.InputIDs), trainable)
+		}
+		if len(r.ImageBlobs) != 0 && int32(len(r.ImageBlobs)) != r.Images {
+			return fmt.Errorf("%w: field image_blobs names %d screenshots for %d images", ErrInvalidRow, len(r.ImageBlobs), r.Images)
 		}
 		return nil
 	},

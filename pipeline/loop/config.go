@@ -23,6 +23,12 @@ type Config struct {
 	// LimitTasks caps the tasks of every rollout step (0: the whole pool);
 	// small configs for tests and smoke runs.
 	LimitTasks int `yaml:"limit_tasks" json:"limit_tasks"`
+	// Policy is the model: encdec (trainer/policy, the default: featurized
+	// step items from the steps table, rollouts without screenshots) or
+	// causal (trainer/causal: rollouts render screenshots, record their
+	// prompt ids, and every stage after rollout reads the segments rows;
+	// examples/pipeline-causal.yaml).
+	Policy string `yaml:"policy" json:"policy"`
 
 	Synthesize struct {
 		Count   int    `yaml:"count" json:"count"` // accepted tasks to add; 0 skips synthesis
@@ -34,6 +40,7 @@ type Config struct {
 		Steps    int     `yaml:"steps" json:"steps"` // SFT optimiser steps
 		LR       float64 `yaml:"lr" json:"lr"`
 		MaxTurns int     `yaml:"max_turns" json:"max_turns"`
+		Batch    int     `yaml:"batch" json:"batch"` // items per SFT step (0: the train stage's default)
 	} `yaml:"warmstart" json:"warmstart"`
 
 	InitialPass struct {
@@ -77,7 +84,7 @@ type Config struct {
 // Default returns the demo configuration.
 func Default() Config {
 	var c Config
-	c.Seed, c.Iterations, c.Workers, c.Report = 1, 4, 2, "out/report.html"
+	c.Seed, c.Iterations, c.Workers, c.Report, c.Policy = 1, 4, 2, "out/report.html", "encdec"
 	c.Synthesize.Count, c.Synthesize.Backend = 30, "builtin"
 	c.Warmstart.Demos, c.Warmstart.Steps, c.Warmstart.LR, c.Warmstart.MaxTurns = 1, 600, 1e-2, 40
 	c.InitialPass.N = 4
@@ -129,6 +136,12 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("sample.sampler is %q, want frontier, dtac, uniform, curriculum or dapo", c.Sample.Sampler))
 	}
+	switch c.Policy {
+	case "encdec", "causal":
+	default:
+		errs = append(errs, fmt.Errorf("policy is %q, want encdec or causal", c.Policy))
+	}
+	check(c.Warmstart.Batch >= 0, "warmstart.batch is %d, want >= 0", c.Warmstart.Batch)
 	switch c.Train.Advantage {
 	case "grpo", "stepo", "naive":
 	default:

@@ -52,3 +52,42 @@ func TestPlanOrderAndKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestCausalPlan: the causal policy's loop renders screenshots everywhere,
+// segments the demonstrations before SFT, and cuts every segment run in the
+// pointer view with the model's image tokens; rollouts read the context
+// the segment stage rebuilds.
+func TestCausalPlan(t *testing.T) {
+	c := Default()
+	c.Policy, c.Iterations, c.Warmstart.Batch = "causal", 1, 8
+	var keys []string
+	for _, s := range Plan(c) {
+		keys = append(keys, s.Key)
+		flags := strings.Join(s.Flags, " ")
+		if strings.Contains(flags, "--tree-only") {
+			t.Fatalf("%s renders no screenshots: %s", s.Key, flags)
+		}
+		switch s.Command[0] {
+		case "segment":
+			if !strings.Contains(flags, "--view pointer --image-tokens 8") || strings.Contains(flags, "--tokenizer checkpoint") {
+				t.Fatalf("%s: %s", s.Key, flags)
+			}
+		case "rollout":
+			if strings.Contains(flags, "checkpoint") && !strings.Contains(flags, "--context window --k 5 --delta 5") {
+				t.Fatalf("%s: %s", s.Key, flags)
+			}
+		case "train":
+			if s.Key == "warm-sft" && !strings.Contains(flags, "--policy causal") || !strings.Contains(flags, "--batch 8") && s.Key == "warm-sft" {
+				t.Fatalf("%s: %s", s.Key, flags)
+			}
+		}
+	}
+	want := "pool synthesize warm-demos warm-segment warm-sft it00-eval initial-pass it01-sample it01-rollout it01-segment it01-train it01-eval"
+	if got := strings.Join(keys, " "); !strings.HasPrefix(got, want) {
+		t.Fatalf("plan %s", got)
+	}
+	c.Policy = "lstm"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "lstm") {
+		t.Fatalf("unknown policy: %v", err)
+	}
+}

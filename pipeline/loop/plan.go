@@ -20,6 +20,11 @@ func i64(n int64) string            { return strconv.FormatInt(n, 10) }
 func ftoa(f float64) string         { return strconv.FormatFloat(f, 'g', -1, 64) }
 func seedOf(c Config, k int) string { return i64(c.Seed*1000 + int64(k)) }
 
+// CausalImageTokens is the image tokens per screenshot of the causal
+// policy's default config (trainer/causal.DefaultConfig); its segments are
+// cut with it.
+const CausalImageTokens = 8
+
 // Plan lists the loop's steps for a config. Every training rollout runs
 // the newest checkpoint; evaluation rollouts on held-out tasks run after
 // the warm start and after every iteration.
@@ -37,35 +42,59 @@ func Plan(c Config) []Step {
 	// scaled by the config, so that the time-left estimate holds from the
 	// first step (TestTimeLeftWithin30Percent).
 	pool := 250.0 // training tasks after synthesis, roughly
+	causal := c.Policy == "causal"
+	// The encoder-decoder reads accessibility trees only; the causal policy
+	// reads screenshots and acts in a managed context (as segment rebuilds
+	// it: window, K, Delta).
+	view := []string{"--tree-only"}
+	if causal {
+		view = []string{"--context", c.Segment.Mode, "--k", itoa(c.Segment.K), "--delta", itoa(c.Segment.Delta)}
+	}
+	segFlags := func() []string {
+		f := []string{"--mode", c.Segment.Mode, "--k", itoa(c.Segment.K), "--delta", itoa(c.Segment.Delta)}
+		if causal {
+			return append(f, "--view", "pointer", "--image-tokens", itoa(CausalImageTokens), "--workers", w)
+		}
+		return append(f, "--tokenizer", "checkpoint", "--image-tokens", "4", "--workers", w)
+	}
 	add("pool", "seed the task pool", 1, -1, []string{"simdesk", "pool"})
 	if c.Synthesize.Count > 0 {
 		add("synthesize", "synthesize tasks (VeriGen)", 0.02*float64(c.Synthesize.Count), -1, []string{"synthesize"},
 			"--backend", c.Synthesize.Backend, "--count", itoa(c.Synthesize.Count), "--seed", seedOf(c, 1), "--workers", w)
 	}
-	add("warm-demos", "warm start: oracle demonstrations", 0.009*pool*float64(c.Warmstart.Demos), -1, []string{"rollout"},
-		"--policy", "oracle", "--source", "warmstart", "--split", "train", "--n", itoa(c.Warmstart.Demos),
-		"--max-turns", itoa(c.Warmstart.MaxTurns), "--tree-only", "--seed", seedOf(c, 2), "--workers", w)
-	add("warm-sft", "warm start: supervised fine-tuning", 0.74*float64(c.Warmstart.Steps), -1, []string{"train"},
-		"--objective", "sft", "--steps", itoa(c.Warmstart.Steps), "--lr", ftoa(c.Warmstart.LR), "--seed", seedOf(c, 3))
+	demoFlags := []string{"--policy", "oracle", "--source", "warmstart", "--split", "train", "--n", itoa(c.Warmstart.Demos),
+		"--max-turns", itoa(c.Warmstart.MaxTurns), "--seed", seedOf(c, 2), "--workers", w}
+	if !causal {
+		demoFlags = append(demoFlags, "--tree-only")
+	}
+	add("warm-demos", "warm start: oracle demonstrations", 0.009*pool*float64(c.Warmstart.Demos), -1, []string{"rollout"}, demoFlags...)
+	sftFlags := []string{"--objective", "sft", "--steps", itoa(c.Warmstart.Steps), "--lr", ftoa(c.Warmstart.LR), "--seed", seedOf(c, 3)}
+	if c.Warmstart.Batch > 0 {
+		sftFlags = append(sftFlags, "--batch", itoa(c.Warmstart.Batch))
+	}
+	if causal {
+		add("warm-segment", "warm start: segment the demonstrations ("+c.Segment.Mode+")", 2, -1, []string{"segment"}, segFlags()...)
+		sftFlags = append(sftFlags, "--policy", "causal")
+	}
+	add("warm-sft", "warm start: supervised fine-tuning", 0.74*float64(c.Warmstart.Steps), -1, []string{"train"}, sftFlags...)
 	evalStep := func(it int) {
 		add(fmt.Sprintf("it%02d-eval", it), fmt.Sprintf("evaluate on held-out tasks (after iteration %d)", it), 14*float64(c.Eval.N), it, []string{"rollout"},
-			"--policy", "checkpoint", "--source", "eval", "--greedy", "--split", c.Eval.Split, "--n", itoa(c.Eval.N), "--iteration", itoa(it),
-			"--max-turns", itoa(c.Rollout.MaxTurns), "--tree-only", "--seed", seedOf(c, 100+it), "--workers", w)
+			append([]string{"--policy", "checkpoint", "--source", "eval", "--greedy", "--split", c.Eval.Split, "--n", itoa(c.Eval.N), "--iteration", itoa(it),
+				"--max-turns", itoa(c.Rollout.MaxTurns), "--seed", seedOf(c, 100+it), "--workers", w}, view...)...)
 	}
 	evalStep(0)
 	add("initial-pass", "initial pass over the training pool", 0.2*pool*float64(c.InitialPass.N), 0, []string{"rollout"},
-		"--policy", "checkpoint", "--split", "train", "--n", itoa(c.InitialPass.N), "--iteration", "0",
-		"--max-turns", itoa(c.Rollout.MaxTurns), "--tree-only", "--seed", seedOf(c, 4), "--workers", w)
+		append([]string{"--policy", "checkpoint", "--split", "train", "--n", itoa(c.InitialPass.N), "--iteration", "0",
+			"--max-turns", itoa(c.Rollout.MaxTurns), "--seed", seedOf(c, 4), "--workers", w}, view...)...)
 	for it := 1; it <= c.Iterations; it++ {
 		title := func(what string) string { return fmt.Sprintf("iteration %d/%d: %s", it, c.Iterations, what) }
 		add(fmt.Sprintf("it%02d-sample", it), title("sample ("+c.Sample.Sampler+")"), 0.25, it, []string{"sample"},
 			"--sampler", c.Sample.Sampler, "--batch", itoa(c.Sample.Batch), "--alpha", ftoa(c.Sample.Alpha),
 			"--p-min", ftoa(c.Sample.PMin), "--p-max", ftoa(c.Sample.PMax), "--seed", seedOf(c, 200+it))
 		add(fmt.Sprintf("it%02d-rollout", it), title("rollout"), 0.16*float64(c.Sample.Batch*c.Rollout.N), it, []string{"rollout"},
-			"--policy", "checkpoint", "--n", itoa(c.Rollout.N), "--max-turns", itoa(c.Rollout.MaxTurns), "--tree-only",
-			"--seed", seedOf(c, 300+it), "--workers", w)
-		segArgs := []string{"--mode", c.Segment.Mode, "--k", itoa(c.Segment.K), "--delta", itoa(c.Segment.Delta), "--tokenizer", "checkpoint",
-			"--image-tokens", "4", "--workers", w}
+			append([]string{"--policy", "checkpoint", "--n", itoa(c.Rollout.N), "--max-turns", itoa(c.Rollout.MaxTurns),
+				"--seed", seedOf(c, 300+it), "--workers", w}, view...)...)
+		segArgs := segFlags()
 		if c.Train.Advantage == "stepo" && c.Segment.Mode == "step" {
 			segArgs = append(segArgs, "--advantage", "stepo") // the segments then carry A_i/|T_i|, as the trainer uses
 		}

@@ -22,6 +22,9 @@ type Decision struct {
 	ResponseIDs  []int32   // token ids of the reply (empty when unknown)
 	Logprobs     []float32 // their log-probabilities (empty when unknown)
 	PromptTokens int32
+	// PromptIDs is the turn's observation as the policy's context holds it
+	// (steps.prompt_ids; empty when the policy does not say).
+	PromptIDs []int32
 }
 
 // Turn is one past step, the history a policy's context is built from.

@@ -240,6 +240,9 @@ func runEpisode(ctx context.Context, env simdesk.Env, f AgentFactory, task schem
 	if err != nil {
 		return fail(fmt.Errorf("policy %s: %w", f.Name(), err))
 	}
+	if c, ok := agent.(interface{ Close() }); ok {
+		defer c.Close() // an agent holding model state (a KV cache) frees it
+	}
 	obs, err := env.Reset(task, seed)
 	if err != nil {
 		return fail(fmt.Errorf("environment: %w", err))
@@ -255,7 +258,8 @@ func runEpisode(ctx context.Context, env simdesk.Env, f AgentFactory, task schem
 		}
 		st := schemas.Step{TrajectoryID: traj.TrajectoryID, Step: int32(turn), RawAction: d.RawAction, Response: d.Response,
 			Observation: addBlob(obs.Screenshot, "image/png"), A11y: addBlob(obs.Tree, treeMime(obs.Tree)),
-			PromptTokens: d.PromptTokens, ResponseTokens: int32(len(d.ResponseIDs)), ResponseIDs: d.ResponseIDs, Logprobs: d.Logprobs}
+			PromptTokens: d.PromptTokens, ResponseTokens: int32(len(d.ResponseIDs)), ResponseIDs: d.ResponseIDs, Logprobs: d.Logprobs,
+			PromptIDs: d.PromptIDs}
 		st.SetAction(d.Action)
 		if st.ActionKind == "" {
 			st.ActionKind = "unknown"

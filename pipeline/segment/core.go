@@ -1,12 +1,19 @@
 package segment
 
-import "math"
+import (
+	"errors"
+	"math"
+	"slices"
+)
 
 // Turn is one turn of a prepared trajectory: the screenshot the policy saw
 // and the response it gave, in the forms the modes need.
 type Turn struct {
 	// Step is the turn's step number in the steps table.
 	Step int32
+	// Image is the screenshot's blob hash (steps.observation; "" when none
+	// was recorded).
+	Image string
 	// Fresh is the observation (a user message with the screenshot, then
 	// the assistant header) following closed context: the prefix, a summary
 	// or a closed turn. Live is the same observation appended right after
@@ -66,6 +73,9 @@ type Item struct {
 	Images, ImageTokens, Trainable int
 	// First and Last index the turns whose responses are trained here.
 	First, Last int
+	// ImageTurns holds, for each screenshot of the stream in order, the
+	// index of the turn it belongs to.
+	ImageTurns []int
 }
 
 // Segment cuts a prepared trajectory into items under the mode of prm
@@ -82,6 +92,34 @@ func (pool *Pool) Segment(c *Codec, p *Prepared, prm Params) ([]Item, int, error
 		return nil, 0, nil
 	}
 	g := segmenter{c: c, p: p, pool: pool}
+	g.run(prm)
+	if g.err != nil {
+		return nil, 0, g.err
+	}
+	return g.items, g.s.Merges, nil
+}
+
+// Context is the stream the policy reads before it writes the last turn's
+// response, under the mode of prm: the item that will train that response,
+// up to its observation. The last turn's Resp is not read (a rollout does
+// not have it yet). A rollout that builds its context with Context and
+// records each turn's observation (steps.prompt_ids) and response gets,
+// from Segment, items whose every trained token was scored in exactly the
+// context it was sampled in.
+func Context(c *Codec, p *Prepared, prm Params) (*Item, error) {
+	if len(p.Turns) == 0 {
+		return nil, errors.New("segment context: no turns")
+	}
+	g := segmenter{c: c, p: p, open: true}
+	g.run(prm)
+	if g.err != nil {
+		return nil, g.err
+	}
+	it := g.items[len(g.items)-1]
+	return &it, nil
+}
+
+func (g *segmenter) run(prm Params) {
 	switch prm.Mode {
 	case ModeStep:
 		g.step(prm.Window)
@@ -90,10 +128,6 @@ func (pool *Pool) Segment(c *Codec, p *Prepared, prm Params) ([]Item, int, error
 	default:
 		g.window(math.MaxInt, 1)
 	}
-	if g.err != nil {
-		return nil, 0, g.err
-	}
-	return g.items, g.s.Merges, nil
 }
 
 type segmenter struct {
@@ -103,12 +137,41 @@ type segmenter struct {
 	s     Stream
 	items []Item
 	err   error
+	// open withholds the last turn's response (Context).
+	open bool
+	// images are the turns of the stream's screenshots so far.
+	images []int
 }
 
 func (g *segmenter) emit(first, last int) {
 	s := &g.s
 	g.items = append(g.items, Item{IDs: s.IDs(), Mask: s.Mask(), Logp: s.Logp(), HasLogprobs: s.NoLogprobs == 0,
-		Images: s.Images, ImageTokens: s.ImageTokens, Trainable: s.Trainable, First: first, Last: last})
+		Images: s.Images, ImageTokens: s.ImageTokens, Trainable: s.Trainable, First: first, Last: last,
+		ImageTurns: slices.Clone(g.images)})
+}
+
+// reset starts a fresh stream of about n tokens.
+func (g *segmenter) reset(n int) {
+	g.s.reset(g.pool, n)
+	g.images = g.images[:0]
+}
+
+// context appends piece p with mask 0; turn is the turn whose screenshot it
+// holds (-1 for none).
+func (g *segmenter) context(p *Piece, turn int) {
+	g.s.AppendContext(g.c, p)
+	if turn >= 0 && p.Images > 0 {
+		g.images = append(g.images, turn)
+	}
+}
+
+// respond appends turn t's response, unless it is the withheld last one.
+func (g *segmenter) respond(t int) bool {
+	if g.open && t == len(g.p.Turns)-1 {
+		return false
+	}
+	g.s.AppendResponse(g.c, g.p.Turns[t].Resp, g.p.Turns[t].Logp)
+	return true
 }
 
 // window is Algorithm 2 with limit = K + Delta: after each response the
@@ -118,20 +181,19 @@ func (g *segmenter) emit(first, last int) {
 // re-tokenized with mask 0; otherwise the observation is appended as a
 // token diff. Trajectory mode is the same with no limit.
 func (g *segmenter) window(limit, delta int) {
-	p, s, c := g.p, &g.s, g.c
+	p := g.p
 	T := len(p.Turns)
 	first, start := 0, 0 // first turn kept in full; first turn trained in this item
-	s.reset(g.pool, g.sizeHint(p.Prefix.Len+p.Turns[0].Fresh.Len, 0, 1, limit))
-	s.AppendContext(c, &p.Prefix)
-	s.AppendContext(c, &p.Turns[0].Fresh)
+	g.reset(g.sizeHint(p.Prefix.Len+p.Turns[0].Fresh.Len, 0, 1, limit))
+	g.context(&p.Prefix, -1)
+	g.context(&p.Turns[0].Fresh, 0)
 	n := 1 // screenshots in the history
 	for t := 0; t < T; t++ {
-		s.AppendResponse(c, p.Turns[t].Resp, p.Turns[t].Logp)
-		if t == T-1 {
+		if !g.respond(t) || t == T-1 {
 			break
 		}
 		if n+1 <= limit {
-			s.AppendContext(c, &p.Turns[t+1].Live)
+			g.context(&p.Turns[t+1].Live, t+1)
 			n++
 			continue
 		}
@@ -146,15 +208,15 @@ func (g *segmenter) window(limit, delta int) {
 		for i := first; i < start; i++ {
 			head += g.ctx(i).Len
 		}
-		s.reset(g.pool, g.sizeHint(head, start, n, limit))
-		s.AppendContext(c, &p.Prefix)
+		g.reset(g.sizeHint(head, start, n, limit))
+		g.context(&p.Prefix, -1)
 		for i := 0; i < first; i++ {
-			s.AppendContext(c, g.summary(i))
+			g.context(g.summary(i), -1)
 		}
 		for i := first; i < start; i++ {
-			s.AppendContext(c, g.ctx(i))
+			g.context(g.ctx(i), i)
 		}
-		s.AppendContext(c, &p.Turns[start].Fresh)
+		g.context(&p.Turns[start].Fresh, start)
 	}
 	g.emit(start, T-1)
 }
@@ -181,8 +243,11 @@ func (g *segmenter) sizeHint(head, start, n, limit int) int {
 // t - w, turns t - w .. t - 1 in full, then turn t's observation and its
 // response, the only trained tokens (EvoCUA-1.5 eq. 4).
 func (g *segmenter) step(w int) {
-	p, s, c := g.p, &g.s, g.c
+	p := g.p
 	for t := range p.Turns {
+		if g.open && t < len(p.Turns)-1 {
+			continue // only the last turn's context is wanted
+		}
 		lo := max(0, t-w)
 		size := p.Prefix.Len + p.Turns[t].Fresh.Len + len(p.Turns[t].Resp)
 		for i := 0; i < t; i++ {
@@ -192,16 +257,16 @@ func (g *segmenter) step(w int) {
 				size += g.ctx(i).Len
 			}
 		}
-		s.reset(g.pool, size)
-		s.AppendContext(c, &p.Prefix)
+		g.reset(size)
+		g.context(&p.Prefix, -1)
 		for i := 0; i < lo; i++ {
-			s.AppendContext(c, g.summary(i))
+			g.context(g.summary(i), -1)
 		}
 		for i := lo; i < t; i++ {
-			s.AppendContext(c, g.ctx(i))
+			g.context(g.ctx(i), i)
 		}
-		s.AppendContext(c, &p.Turns[t].Fresh)
-		s.AppendResponse(c, p.Turns[t].Resp, p.Turns[t].Logp)
+		g.context(&p.Turns[t].Fresh, t)
+		g.respond(t)
 		g.emit(t, t)
 	}
 }

@@ -79,6 +79,8 @@ type Params struct {
 	// D), advantage.ModeSTEPO gives each of the |T_i| step items A_i/|T_i|
 	// (EvoCUA-1.5 eq. 10; step mode only). "" means grpo.
 	Advantage advantage.Mode
+	// View is what a turn shows besides its screenshot ("" is ViewPlain).
+	View View
 }
 
 // AdvantageMode is the assignment the run uses ("" is grpo).
@@ -116,6 +118,9 @@ func (p Params) Validate() error {
 		}
 	default:
 		return fmt.Errorf("%w: advantage %q, want grpo or stepo", ErrParams, p.Advantage)
+	}
+	if !p.View.valid() {
+		return fmt.Errorf("%w: view %q, want plain or pointer", ErrParams, p.View)
 	}
 	if p.FileRows > lake.MaxFileRows {
 		return fmt.Errorf("%w: %d rows per file, at most %d", ErrParams, p.FileRows, lake.MaxFileRows)

@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/cualake/cualake/pipeline/chat"
 	"github.com/cualake/cualake/pipeline/simdesk/action"
 	"github.com/cualake/cualake/schemas"
+	"github.com/cualake/cualake/trainer/featurize"
 )
 
 // Error is a problem with one trajectory's data; it names the trajectory,
@@ -40,6 +42,9 @@ type Input struct {
 	Steps       []schemas.Step
 	Instruction string
 	ImageSize   func(*schemas.Step) (width, height int, err error)
+	// Tree returns a step's accessibility tree; the pointer view calls it
+	// for the turns that have no recorded prompt ids or no response ids.
+	Tree func(*schemas.Step) ([]byte, error)
 }
 
 // Builder renders trajectories into pieces with the chat template
@@ -61,6 +66,7 @@ type Builder struct {
 	c      *Codec
 	tpl    *chat.Template
 	system string
+	view   View
 	// closing ends an assistant message (<|im_end|> and the separator),
 	// sep is the separator alone, gen the generation prompt.
 	closing, sep, gen []int32
@@ -101,6 +107,84 @@ func NewBuilder(c *Codec, tpl *chat.Template, system string) (*Builder, error) {
 	b.gen = g.IDs
 	b.genTail = c.Enc.Decode(g.IDs[1:]) // after <|im_start|>: "assistant\n"
 	return b, nil
+}
+
+// WithView sets the view the builder renders (ViewPlain by default) and
+// returns the builder.
+func (b *Builder) WithView(v View) *Builder {
+	b.view = v
+	return b
+}
+
+// View returns the builder's view.
+func (b *Builder) View() View {
+	if b.view == "" {
+		return ViewPlain
+	}
+	return b.view
+}
+
+// ObservationIDs renders a turn's observation as the user message the
+// context holds: the screenshot (w x h pixels; ignored with a fixed token
+// count) followed by text ("" for none). These are the ids a rollout
+// records as steps.prompt_ids.
+func (b *Builder) ObservationIDs(w, h int, text string) ([]int32, error) {
+	if b.tpl.Spec().FixedTokens > 0 {
+		w, h = 0, 0
+	}
+	parts := []chat.Part{chat.Image(w, h)}
+	if text != "" {
+		parts = append(parts, chat.Text(text))
+	}
+	r, err := b.tpl.RenderMessage(0, chat.Message{Role: chat.User, Parts: parts})
+	if err != nil {
+		return nil, err
+	}
+	return r.IDs, nil
+}
+
+// messageObservation makes an observation from a user message's ids, which
+// must hold one screenshot of pads image tokens (pads < 0: any number).
+func (b *Builder) messageObservation(msg []int32, pads int) (*observation, error) {
+	c := b.c
+	if len(msg) < 2+len(b.closing) || msg[0] != c.ImStart || !slices.Equal(msg[len(msg)-len(b.closing):], b.closing) {
+		return nil, fmt.Errorf("%d ids are not one message (%s ... %s and its separator)", len(msg), imStart, imEnd)
+	}
+	vs, ve, n := -1, -1, 0
+	for k, id := range msg {
+		switch {
+		case id < 0 || int(id) >= c.Enc.VocabSize():
+			return nil, fmt.Errorf("id %d at %d is outside the tokenizer's vocabulary of %d ids (wrong tokenizer?)", id, k, c.Enc.VocabSize())
+		case id == c.VisionStart:
+			if vs >= 0 {
+				return nil, fmt.Errorf("a second screenshot at %d; an observation holds one", k)
+			}
+			vs = k
+		case id == c.VisionEnd:
+			if vs < 0 || ve >= 0 {
+				return nil, fmt.Errorf("%s at %d without its %s", visionEnd, k, visionStart)
+			}
+			ve = k
+		case id == c.ImagePad:
+			if vs < 0 || ve >= 0 {
+				return nil, fmt.Errorf("%s at %d outside the screenshot", imagePad, k)
+			}
+			n++
+		case id == c.ImStart && k > 0, id == c.ImEnd && k != len(msg)-len(b.closing):
+			return nil, fmt.Errorf("message boundary at %d inside the observation", k)
+		}
+	}
+	if vs < 0 || ve < 0 {
+		return nil, errors.New("no screenshot (vision tokens) in the observation")
+	}
+	if pads >= 0 && n != pads {
+		return nil, fmt.Errorf("the screenshot has %d image tokens, the image spec gives %d", n, pads)
+	}
+	o := &observation{msg: msg, tokens: n}
+	o.fresh = messagePiece("", 0, b.genTail, 1, o.tokens, o.msg, b.gen)
+	o.live = messagePiece("", 0, b.genTail, 1, o.tokens, b.closing, o.msg, b.gen)
+	o.liveC = messagePiece(b.sepText, len(b.sep), b.genTail, 1, o.tokens, b.sep, o.msg, b.gen)
+	return o, nil
 }
 
 func (b *Builder) observation(w, h int) (*observation, error) {
@@ -144,7 +228,7 @@ func (b *Builder) Prefix(instruction string) (Piece, error) {
 	if b.system != "" {
 		msgs = append(msgs, chat.Message{Role: chat.System, Parts: []chat.Part{chat.Text(b.system)}})
 	}
-	msgs = append(msgs, chat.Message{Role: chat.User, Parts: []chat.Part{chat.Text(instruction)}})
+	msgs = append(msgs, chat.Message{Role: chat.User, Parts: []chat.Part{chat.Text(b.view.InstructionText(instruction))}})
 	r, err := b.tpl.Render(msgs)
 	if err != nil {
 		return Piece{}, err
@@ -207,14 +291,38 @@ func (b *Builder) Prepare(in Input) (*Prepared, error) {
 		if b.tpl.Spec().FixedTokens == 0 {
 			w, h, err = in.ImageSize(st)
 		}
-		if err == nil {
+		var elems []featurize.Element
+		field := "observation"
+		switch {
+		case err != nil:
+		case len(st.PromptIDs) > 0:
+			// the policy's own view of the turn, never re-rendered
+			field = "prompt_ids"
+			pads := b.tpl.Spec().FixedTokens
+			if pads == 0 {
+				pads, err = b.tpl.Spec().Tokens(w, h)
+			}
+			if err == nil {
+				turns[i].obs, err = b.messageObservation(st.PromptIDs, pads)
+			}
+		case b.view.pointer():
+			field = "a11y"
+			var text string
+			if text, elems, err = b.screen(in, st); err == nil {
+				var msg []int32
+				if msg, err = b.ObservationIDs(w, h, text); err == nil {
+					turns[i].obs, err = b.messageObservation(msg, -1)
+				}
+			}
+		default:
 			turns[i].obs, err = b.observation(w, h)
 		}
 		if err != nil {
-			return nil, &Error{tid, st.Step, "observation", err}
+			return nil, &Error{tid, st.Step, field, err}
 		}
 		t := &p.Turns[i]
 		t.Step = st.Step
+		t.Image = st.Observation
 		t.Fresh = turns[i].obs.fresh
 		if i > 0 {
 			t.Live = turns[i].obs.live
@@ -228,9 +336,19 @@ func (b *Builder) Prepare(in Input) (*Prepared, error) {
 				t.Logp = st.Logprobs
 			}
 		} else {
-			// Imported logs: the response text, closed by <|im_end|>, which
-			// the policy has to learn to emit like any response token.
+			// Imported logs and scripted policies: the response text, closed
+			// by <|im_end|>, which the policy has to learn to emit like any
+			// response token; in the pointer view, the actions in the
+			// pointer language.
 			turns[i].text = responseText(st)
+			if b.view.pointer() {
+				if elems == nil {
+					if _, elems, err = b.screen(in, st); err != nil {
+						return nil, &Error{tid, st.Step, "a11y", err}
+					}
+				}
+				turns[i].text = pointerResponse(turns[i].rows, elems, in.Instruction)
+			}
 			t.Resp = append(b.c.Encode(turns[i].text), b.c.ImEnd)
 		}
 		prevClosed = t.Resp[len(t.Resp)-1] == b.c.ImEnd
@@ -256,6 +374,21 @@ func (b *Builder) Prepare(in Input) (*Prepared, error) {
 		return nil
 	}
 	return p, nil
+}
+
+// screen renders a step's screen text from its accessibility tree.
+func (b *Builder) screen(in Input, st *schemas.Step) (string, []featurize.Element, error) {
+	if in.Tree == nil {
+		return "", nil, errors.New("the pointer view needs the accessibility tree, and none is available")
+	}
+	if st.A11y == "" {
+		return "", nil, errors.New("no accessibility tree recorded (the pointer view needs one)")
+	}
+	tree, err := in.Tree(st)
+	if err != nil {
+		return "", nil, err
+	}
+	return ScreenText(st.Step, tree)
 }
 
 func responseText(st *schemas.Step) string {

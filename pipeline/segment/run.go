@@ -78,6 +78,9 @@ func (c Config) Record() map[string]any {
 	r := map[string]any{"mode": c.Mode, "k": c.K, "delta": c.Delta, "window": c.Window,
 		"tokenizer": c.TokenizerInfo, "image": img, "system": c.System, "quarantine": c.Quarantine,
 		"advantage": c.AdvantageMode()}
+	if c.View != "" && c.View != ViewPlain {
+		r["view"] = c.View
+	}
 	if c.FileRows > 0 {
 		r["file_rows"] = c.FileRows
 	}
@@ -284,6 +287,10 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 	if err != nil {
 		return nil, err
 	}
+	trees, err := treeSource(ctx, l, m, cfg.View)
+	if err != nil {
+		return nil, err
+	}
 	oldRejects, err := lake.ReadTable(ctx, l, m, schemas.Rejects)
 	if err != nil {
 		return nil, err
@@ -346,6 +353,9 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 		go func() {
 			defer wg.Done()
 			b, err := NewBuilder(codec, tpl, cfg.System)
+			if b != nil {
+				b.WithView(cfg.View)
+			}
 			for j := range jobs {
 				switch {
 				case j.skip:
@@ -353,7 +363,7 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg Config) (*Resu
 				case err != nil:
 					outs <- outcome{seq: j.seq, traj: &j.traj, err: err}
 				default:
-					outs <- work(b, codec, pool, &cfg, instructions, imageSize, advs, j)
+					outs <- work(b, codec, pool, &cfg, instructions, imageSize, trees, advs, j)
 				}
 			}
 		}()
@@ -525,7 +535,8 @@ func produce(ctx context.Context, l *lake.Lake, m *lake.Manifest, spec shard.Spe
 	return steps.Err()
 }
 
-func work(b *Builder, c *Codec, pool *Pool, cfg *Config, instructions map[string]string, imageSize func(*schemas.Step) (int, int, error), advs map[string]float64, j job) outcome {
+func work(b *Builder, c *Codec, pool *Pool, cfg *Config, instructions map[string]string, imageSize func(*schemas.Step) (int, int, error),
+	trees func(*schemas.Step) ([]byte, error), advs map[string]float64, j job) outcome {
 	o := outcome{seq: j.seq, traj: &j.traj}
 	if j.err != nil {
 		o.err = j.err
@@ -537,7 +548,7 @@ func work(b *Builder, c *Codec, pool *Pool, cfg *Config, instructions map[string
 		o.err = &Error{TrajectoryID: t.TrajectoryID, Step: -1, Field: "task_id", Err: fmt.Errorf("task %q is not in the tasks table", t.TaskID)}
 		return o
 	}
-	p, err := b.Prepare(Input{Trajectory: t, Steps: j.steps, Instruction: instr, ImageSize: imageSize})
+	p, err := b.Prepare(Input{Trajectory: t, Steps: j.steps, Instruction: instr, ImageSize: imageSize, Tree: trees})
 	if err != nil {
 		o.err = err
 		return o
@@ -558,16 +569,64 @@ func work(b *Builder, c *Codec, pool *Pool, cfg *Config, instructions map[string
 	o.rows = make([]schemas.Segment, len(items))
 	tok := cfg.TokenizerInfo.String()
 	for i, it := range items {
+		blobs := make([]string, len(it.ImageTurns))
+		for k, turn := range it.ImageTurns {
+			blobs[k] = p.Turns[turn].Image
+		}
 		o.rows[i] = schemas.Segment{
 			SegmentID: fmt.Sprintf("%s/%s/%04d", t.TrajectoryID, cfg.Mode, i), TrajectoryID: t.TrajectoryID,
 			TaskID: t.TaskID, GroupID: t.GroupID, Index: int32(i), Mode: string(cfg.Mode),
 			InputIDs: it.IDs, LossMask: it.Mask, Logprobs: it.Logp, HasLogprobs: it.HasLogprobs,
-			Images: int32(it.Images), Tokens: int32(len(it.IDs)), ImageTokens: int32(it.ImageTokens),
+			Images: int32(it.Images), ImageBlobs: blobs, Tokens: int32(len(it.IDs)), ImageTokens: int32(it.ImageTokens),
 			TrainableTokens: int32(it.Trainable), FirstStep: p.Turns[it.First].Step, LastStep: p.Turns[it.Last].Step,
 			TrajectorySteps: int32(len(p.Turns)), Reward: t.Reward, Advantage: adv, PolicyVersion: t.PolicyVersion, Tokenizer: tok,
 		}
 	}
 	return o
+}
+
+// stepTree projects the steps table on what the pointer view needs to know
+// before segmenting: which trees it will have to render.
+type stepTree struct {
+	A11y      string  `parquet:"a11y"`
+	PromptIDs []int32 `parquet:"prompt_ids,list"`
+}
+
+var stepTreeTable = &schemas.Table[stepTree]{Name: schemas.Steps.Name}
+
+// treeSource returns the accessibility trees the view needs: in the pointer
+// view, those of the steps without recorded prompt ids (scripted policies,
+// imported logs), read in one scan of the blobs table and kept in memory;
+// nil otherwise.
+func treeSource(ctx context.Context, l *lake.Lake, m *lake.Manifest, v View) (func(*schemas.Step) ([]byte, error), error) {
+	if !v.pointer() {
+		return nil, nil
+	}
+	want := map[string]bool{}
+	err := lake.ScanTable(ctx, l, m, stepTreeTable, 4096, func(rows []stepTree) error {
+		for i := range rows {
+			if len(rows[i].PromptIDs) == 0 && rows[i].A11y != "" {
+				want[rows[i].A11y] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	trees := map[string][]byte{}
+	if len(want) > 0 {
+		if trees, err = lake.BlobsByHash(ctx, l, m, want); err != nil {
+			return nil, fmt.Errorf("the pointer view's accessibility trees: %w", err)
+		}
+	}
+	return func(st *schemas.Step) ([]byte, error) {
+		t, ok := trees[st.A11y]
+		if !ok {
+			return nil, fmt.Errorf("accessibility tree %s is not in the blobs table", st.A11y)
+		}
+		return t, nil
+	}, nil
 }
 
 // imageSizer returns the size of a step's screenshot from the blobs table

@@ -190,6 +190,20 @@ func checkRows(t *testing.T, prm Params, d synth.Data, rows []schemas.Segment) {
 			if prm.Mode == ModeWindow && sg.Images > int32(prm.K+prm.Delta) {
 				t.Fatalf("%s: %d images", sg.SegmentID, sg.Images)
 			}
+			// each vision block names its turn's screenshot, turns in order
+			if len(sg.ImageBlobs) != int(sg.Images) {
+				t.Fatalf("%s: %d image blobs for %d images", sg.SegmentID, len(sg.ImageBlobs), sg.Images)
+			}
+			next := 0
+			for _, h := range sg.ImageBlobs {
+				for next < len(sts) && sts[next].Observation != h {
+					next++
+				}
+				if next == len(sts) {
+					t.Fatalf("%s: image blobs %v are not the turns' screenshots in order", sg.SegmentID, sg.ImageBlobs)
+				}
+				next++
+			}
 			for i, m := range sg.LossMask {
 				if m == 1 {
 					ids = append(ids, sg.InputIDs[i])

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/sugarme/gotch/ts"
@@ -180,7 +181,8 @@ func (m *Model) hidden(s *tx.Scope, st *stream, c *cache) *ts.Tensor {
 }
 
 // logits scores the next token at the rows at of hidden states h: [L, V],
-// with Unk's score fixed at -1e9.
+// with the scores of the ids the model never writes (<unk>, template tokens
+// other than <|im_end|>) fixed at -1e9.
 func (m *Model) logits(s *tx.Scope, h *ts.Tensor, at []int64) *ts.Tensor {
 	sel := s.IndexSelect(h, 0, s.Int64s(at, []int64{int64(len(at))}, m.dev))
 	return s.Add(s.Linear(sel, m.w("head.w"), m.w("head.b")), m.outMask)
@@ -198,6 +200,9 @@ func (m *Model) targets(ids []int32, at []int) ([]int64, [][]int32, error) {
 		c := m.ids.Compact(ids[k])
 		if c == Unk {
 			return nil, nil, fmt.Errorf("token %d (id %d) is not in the model's id map, so it cannot be scored", k, ids[k])
+		}
+		if slices.Contains(m.never, c) {
+			return nil, nil, fmt.Errorf("token %d (id %d) is a template token the policy never writes, so it cannot be scored", k, ids[k])
 		}
 		rows[i], tg[i] = int64(k-1), c
 	}
@@ -279,7 +284,8 @@ func (d *Decoder) Close() { d.Reset() }
 
 // Feed appends ids (whole vision blocks only, with their screenshots'
 // patches in images) and returns the log-probabilities of the next token
-// over the compact vocabulary at the temperature (Unk's is about -1e9).
+// over the compact vocabulary at the temperature (about -1e9 for the ids
+// the model never writes).
 func (d *Decoder) Feed(ids []int32, images [][][]float32, temperature float64) (out []float32, err error) {
 	defer tx.Lock()()
 	defer tx.Recover(&err, "causal decode")

@@ -12,9 +12,10 @@ const Unk = 0
 // IDMap maps the tokenizer's ids (Qwen3's 151,669) onto the model's compact
 // vocabulary: compact id i+1 is Tokens[i]; every other id reads as Unk,
 // whose embedding is trained like any other (it stands for "a token the
-// warm start never showed"). The model never writes Unk: its output score
-// is fixed at -1e9, so sampled responses hold only mapped ids, and a
-// trainable token outside the map is an error (the item cannot be scored).
+// warm start never showed"). The model never writes Unk (nor the template
+// tokens other than <|im_end|>): their output scores are fixed at -1e9, so
+// sampled responses hold only mapped ids, and a trainable token outside the
+// map is an error (the item cannot be scored).
 // An IDMap is read-only once made.
 type IDMap struct {
 	tokens []int32 // ascending tokenizer ids; compact id = index + 1

@@ -59,7 +59,8 @@ type Model struct {
 	params    []param
 	byName    map[string]*ts.Tensor
 	pos       *ts.Tensor // [MaxContext, Dim] sinusoidal positions, not trained
-	outMask   *ts.Tensor // [VocabSize]: -1e9 at Unk, 0 elsewhere
+	outMask   *ts.Tensor // [VocabSize]: -1e9 at the ids the model never writes, 0 elsewhere
+	never     []int32    // those compact ids
 }
 
 type param struct {
@@ -206,11 +207,22 @@ func build(cfg Config, ids *IDMap, special Special, tokenizer string, dev gotch.
 		return fail(fmt.Errorf("build causal model: positions: %w", err))
 	}
 	mask := make([]float32, cfg.VocabSize)
-	mask[Unk] = tx.NegInf
+	m.never = m.unwritable()
+	for _, c := range m.never {
+		mask[c] = tx.NegInf
+	}
 	if m.outMask, err = tx.NewFloat32(mask, []int64{int64(cfg.VocabSize)}, dev); err != nil {
 		return fail(fmt.Errorf("build causal model: output mask: %w", err))
 	}
 	return m, nil
+}
+
+// unwritable lists the compact ids the model never writes: <unk>, and the
+// template tokens a response cannot hold (message starts and vision
+// tokens); of the template only <|im_end|>, which ends a response, remains.
+func (m *Model) unwritable() []int32 {
+	sp := m.special
+	return []int32{Unk, m.ids.Compact(sp.ImStart), m.ids.Compact(sp.VisionStart), m.ids.Compact(sp.VisionEnd), m.ids.Compact(sp.ImagePad)}
 }
 
 // sinusoid is the transformer's sinusoidal position table [n, d].

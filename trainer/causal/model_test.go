@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,7 +95,7 @@ func testStream(m *Model, r *rand.Rand) Input {
 func scorable(m *Model, ids []int32) []int {
 	var at []int
 	for k := 1; k < len(ids); k++ {
-		if m.ids.Known(ids[k]) {
+		if c := m.ids.Compact(ids[k]); c != Unk && !slices.Contains(m.never, c) {
 			at = append(at, k)
 		}
 	}
@@ -283,6 +284,24 @@ func TestPrepareRejectsMalformedStreams(t *testing.T) {
 	}
 	if _, err := m.LogProbs(Input{IDs: []int32{1, 777}}, []int{1}, 1); err == nil || !strings.Contains(err.Error(), "not in the model's id map") {
 		t.Errorf("scoring an unmapped token: %v", err)
+	}
+	if _, err := m.LogProbs(Input{IDs: []int32{1, sp.ImStart}}, []int{1}, 1); err == nil || !strings.Contains(err.Error(), "never writes") {
+		t.Errorf("scoring a template token: %v", err)
+	}
+	// the decoder gives them no probability
+	d := m.NewDecoder()
+	defer d.Close()
+	lp, err := d.Feed([]int32{1, 2, 3}, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int32{sp.ImStart, sp.VisionStart, sp.VisionEnd, sp.ImagePad} {
+		if p := lp[m.ids.Compact(id)]; p > -1e6 {
+			t.Errorf("template token %d has log-probability %v", id, p)
+		}
+	}
+	if p := lp[m.ids.Compact(sp.ImEnd)]; p < -100 {
+		t.Errorf("<|im_end|> cannot be written: %v", p)
 	}
 }
 

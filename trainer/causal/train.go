@@ -73,7 +73,8 @@ func (it *Item) Check() error {
 	return nil
 }
 
-func (it *Item) input() Input { return Input{IDs: it.IDs, Images: it.Images} }
+// Input is the item's stream as the model reads it.
+func (it *Item) Input() Input { return Input{IDs: it.IDs, Images: it.Images} }
 
 func checkBatch(batch []Item) (int, error) {
 	if len(batch) == 0 {
@@ -127,7 +128,7 @@ func (m *Model) sftItem(it *Item, total float64) (loss float64, hits int, err er
 	s := tx.NewScope()
 	defer s.Close()
 	at := it.Trainable()
-	sc, err := m.score(s, it.input(), at, 1)
+	sc, err := m.score(s, it.Input(), at, 1)
 	if err != nil {
 		return 0, 0, fmt.Errorf("segment %q: %w", it.ID, err)
 	}
@@ -235,7 +236,7 @@ func (m *Model) grpoItem(ref *Model, it *Item, cfg trainer.LossConfig, temp, sca
 	at := it.Trainable()
 	var refLogp []float32
 	if ref != nil {
-		if refLogp, err = ref.LogProbs(it.input(), at, temp); err != nil {
+		if refLogp, err = ref.LogProbs(it.Input(), at, temp); err != nil {
 			return r, fmt.Errorf("segment %q: reference: %w", it.ID, err)
 		}
 	}
@@ -243,7 +244,7 @@ func (m *Model) grpoItem(ref *Model, it *Item, cfg trainer.LossConfig, temp, sca
 	defer tx.Recover(&err, "grpo item")
 	s := tx.NewScope()
 	defer s.Close()
-	sc, err := m.score(s, it.input(), at, temp)
+	sc, err := m.score(s, it.Input(), at, temp)
 	if err != nil {
 		return r, fmt.Errorf("segment %q: %w", it.ID, err)
 	}

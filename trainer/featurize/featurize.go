@@ -98,6 +98,17 @@ func Context(instruction string, elems []Element, history []string) string {
 	for i := len(history) - 1; i >= 0 && i >= len(history)-HistoryTurns; i-- {
 		b.WriteString(" | " + history[i])
 	}
+	b.WriteString(TaskText(instruction))
+	b.WriteString(ScreenText(elems))
+	return b.String()
+}
+
+// TaskText is the instruction as the policy reads it: " task", then every
+// word as "w<i> <word>" (lower case), the first word of the k-th quoted
+// string preceded by its marker "q<k>". Actions point at words and quotes
+// by these markers.
+func TaskText(instruction string) string {
+	var b strings.Builder
 	b.WriteString(" task")
 	quotes, open := 0, false
 	for i, w := range Words(instruction) {
@@ -112,6 +123,15 @@ func Context(instruction string, elems []Element, history []string) string {
 		}
 		fmt.Fprintf(&b, " w%d %s", i, clean(w, 1))
 	}
+	return b.String()
+}
+
+// ScreenText is the screen as the policy reads it: " screen", then each
+// element as "e<i> <role> <name>", " = <value>" when it has one, and the
+// states checked, selected, active and focused. Actions point at elements
+// by these markers, or by role and name.
+func ScreenText(elems []Element) string {
+	var b strings.Builder
 	b.WriteString(" screen")
 	for i, e := range elems {
 		fmt.Fprintf(&b, " e%d %s %s", i, e.Role, clean(e.Name, 4))

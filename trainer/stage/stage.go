@@ -29,10 +29,12 @@ const Threads = 2
 
 // Params configure one train run.
 type Params struct {
-	Objective   string  `json:"objective"` // sft or grpo
-	Advantage   string  `json:"advantage"` // grpo, stepo, naive (grpo objective)
-	Steps       int     `json:"steps"`     // optimiser steps
-	Batch       int     `json:"batch"`     // items per mini-batch (whole groups for grpo)
+	Objective   string  `json:"objective"`        // sft or grpo
+	Policy      string  `json:"policy"`           // the model a fresh sft creates: encdec or causal (grpo continues the checkpoint's)
+	Advantage   string  `json:"advantage"`        // grpo, stepo, naive (grpo objective)
+	Steps       int     `json:"steps"`            // optimiser steps
+	Batch       int     `json:"batch"`            // items per mini-batch (whole groups for grpo)
+	Groups      int     `json:"groups,omitempty"` // grpo: mini-batches of this many whole groups instead of Batch items (0: by Batch)
 	LR          float64 `json:"lr"`
 	Seed        int64   `json:"seed"`
 	Device      string  `json:"device"`
@@ -50,11 +52,50 @@ func (p Params) stepDone(step int) {
 	}
 }
 
-// DefaultParams: SFT at 1e-3, GRPO at 1e-4 (3e-6 is ScaleCUA's rate for a
-// 7B model; ours has well under a million weights), batches of 32.
+// DefaultParams are the flags' defaults: SFT of the encoder-decoder, with
+// steps, batch and learning rate left to Resolve.
 func DefaultParams() Params {
-	return Params{Objective: "sft", Advantage: "grpo", Steps: 200, Batch: 32, Device: "cpu", MaxStale: 3, Temperature: policy.DefaultTemperature}
+	return Params{Objective: "sft", Policy: PolicyEncDec, Advantage: "grpo", Device: "cpu", MaxStale: 3,
+		Temperature: policy.DefaultTemperature}
 }
+
+// Resolve fills the steps, batch and learning rate left at 0 with the
+// demo's settings (pipeline/loop, examples/pipeline.yaml), so that a plain
+// `train --objective sft` is the warm start the demo measures:
+//
+//	sft, encdec:  600 steps of 32 items at 1e-2
+//	sft, causal:  CausalSFTSteps steps of CausalSFTBatch items at CausalSFTLR
+//	grpo:         30 steps of mini-batches of whole groups (up to 32 items) at 1e-3
+func (p Params) Resolve() Params {
+	if p.Policy == "" {
+		p.Policy = PolicyEncDec
+	}
+	steps, batch, lr := 30, 32, 1e-3
+	if p.Objective == "sft" {
+		steps, batch, lr = 600, 32, 1e-2
+		if p.Policy == PolicyCausal {
+			steps, batch, lr = CausalSFTSteps, CausalSFTBatch, CausalSFTLR
+		}
+	}
+	if p.Steps == 0 {
+		p.Steps = steps
+	}
+	if p.Batch == 0 {
+		p.Batch = batch
+	}
+	if p.LR == 0 {
+		p.LR = lr
+	}
+	return p
+}
+
+// The causal policy's warm start: whole window segments are long (a few
+// thousand tokens), so batches are small.
+const (
+	CausalSFTSteps = 200
+	CausalSFTBatch = 8
+	CausalSFTLR    = 3e-3
+)
 
 // Output is what the stage commits.
 type Output struct {
@@ -63,6 +104,15 @@ type Output struct {
 	Metrics    []schemas.TrainMetric
 	Items      int
 	Dropped    int // stale rollouts dropped
+	// Tokens and TrainableTokens count the items' tokens and trained tokens
+	// (causal policy: the segments rows; encoder-decoder: 0).
+	Tokens, TrainableTokens int64
+	// Mode is the segment mode of the rows trained on, SegmentsFrom the
+	// snapshot that wrote them ("" for the encoder-decoder, which reads steps).
+	Mode, SegmentsFrom string
+	// TrainSeconds is the wall time of the optimiser steps alone (reading
+	// the snapshot, decoding screenshots and saving the checkpoint excluded).
+	TrainSeconds float64
 }
 
 // LatestCheckpoint returns the newest checkpoint row (nil if none) and, if
@@ -162,8 +212,9 @@ func episodes(ctx context.Context, l *lake.Lake, m *lake.Manifest, keep func(*sc
 
 // Run trains and returns the new checkpoint (not yet committed).
 func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params) (*Output, error) {
-	if p.Steps < 1 || p.Batch < 1 {
-		return nil, fmt.Errorf("train: steps and batch must be >= 1 (have %d, %d)", p.Steps, p.Batch)
+	p = p.Resolve()
+	if p.Steps < 1 || p.Batch < 1 || !(p.LR > 0) {
+		return nil, fmt.Errorf("train: steps and batch must be >= 1 and lr > 0 (have %d, %d, %v)", p.Steps, p.Batch, p.LR)
 	}
 	if err := trainer.SetThreads(Threads); err != nil {
 		return nil, err
@@ -174,10 +225,23 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params) (*Output
 	}
 	switch p.Objective {
 	case "sft":
-		return runSFT(ctx, l, m, p, prev)
+		switch p.Policy {
+		case PolicyEncDec, "":
+			return runSFT(ctx, l, m, p, prev)
+		case PolicyCausal:
+			return runCausalSFT(ctx, l, m, p, prev)
+		}
+		return nil, fmt.Errorf("train: policy %q, want %s or %s", p.Policy, PolicyEncDec, PolicyCausal)
 	case "grpo":
 		if prev == nil {
 			return nil, errors.New("train --objective grpo: no checkpoint yet; run --objective sft first")
+		}
+		c, err := isCausal(ctx, l, m, prev)
+		if err != nil {
+			return nil, err
+		}
+		if c {
+			return runCausalGRPO(ctx, l, m, p, prev)
 		}
 		return runGRPO(ctx, l, m, p, prev)
 	}
@@ -192,14 +256,12 @@ func nextVersion(prev *schemas.Checkpoint) (int32, int32) {
 }
 
 func runSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params, prev *schemas.Checkpoint) (*Output, error) {
-	demos, trees, tasks, err := episodes(ctx, l, m, func(t *schemas.Trajectory) bool {
-		return t.Source == "warmstart" && t.Outcome == schemas.OutcomeSuccess
-	})
+	demos, trees, tasks, err := episodes(ctx, l, m, IsDemonstration)
 	if err != nil {
 		return nil, err
 	}
 	if len(demos) == 0 {
-		return nil, errors.New("train --objective sft: no successful warmstart trajectories (run `rollout --policy oracle --source warmstart` first)")
+		return nil, errors.New("train --objective sft: no successful demonstrations (run `cualake rollout --policy oracle` first)")
 	}
 	vocab, err := agent.BuildVocab(tasks, demos, trees)
 	if err != nil {
@@ -223,9 +285,6 @@ func runSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params, prev 
 		return nil, errors.New("train --objective sft: the demonstrations gave no items")
 	}
 	lr := p.LR
-	if lr == 0 {
-		lr = trainer.DefaultSFTLR
-	}
 	opt, err := trainer.NewOptimizer(model, lr)
 	if err != nil {
 		return nil, err
@@ -334,9 +393,6 @@ func runGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params, prev
 	version, parent := nextVersion(prev)
 	out := &Output{Items: len(tagged), Dropped: len(dropped)}
 	lr := p.LR
-	if lr == 0 {
-		lr = 1e-4
-	}
 	if len(tagged) == 0 {
 		// Every group had zero variance: nothing to learn; the policy is
 		// carried forward unchanged as the next version.
@@ -423,10 +479,15 @@ func finish(model *policy.Policy, out *Output, version, parent int32, objective 
 	if err != nil {
 		return nil, err
 	}
+	return seal(out, data, CheckpointMime, version, parent, objective, p, iteration), nil
+}
+
+// seal stores a checkpoint's bytes as a blob and its row.
+func seal(out *Output, data []byte, mime string, version, parent int32, objective string, p Params, iteration int32) *Output {
 	hash := schemas.HashBytes(data)
 	params, _ := json.Marshal(p)
-	out.Blob = schemas.Blob{Hash: hash, Mime: CheckpointMime, Size: int64(len(data)), Bytes: data}
+	out.Blob = schemas.Blob{Hash: hash, Mime: mime, Size: int64(len(data)), Bytes: data}
 	out.Checkpoint = schemas.Checkpoint{Version: version, ParentVersion: parent, Objective: objective, Params: string(params),
 		Blob: hash, Bytes: int64(len(data)), Iteration: iteration, Device: p.Device}
-	return out, nil
+	return out
 }

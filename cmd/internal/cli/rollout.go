@@ -11,6 +11,7 @@ import (
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/progress"
 	"github.com/cualake/cualake/pipeline/rollout"
+	"github.com/cualake/cualake/pipeline/segment"
 	"github.com/cualake/cualake/pipeline/shard"
 	"github.com/cualake/cualake/schemas"
 )
@@ -49,6 +50,10 @@ lacks) fail the run, each named with what blocks it, unless --skip-unsupported l
 			&cli.StringFlag{Name: "endpoint", EnvVars: []string{"OPENAI_BASE_URL"}, Usage: "openai policy: base URL of an OpenAI-compatible server"},
 			&cli.StringFlag{Name: "model", Usage: "openai policy: model name"},
 			&cli.BoolFlag{Name: "greedy", Usage: "checkpoint policy: decode greedily instead of sampling at temperature 0.8"},
+			&cli.StringFlag{Name: "context", Value: string(segment.ModeWindow), Usage: "causal checkpoint: the context it reads, as segment builds it: window, step or trajectory"},
+			&cli.IntFlag{Name: "k", Value: segment.DefaultK, Usage: "causal checkpoint, window context: screenshots kept after pruning"},
+			&cli.IntFlag{Name: "delta", Value: segment.DefaultDelta, Usage: "causal checkpoint, window context: screenshots dropped per pruning"},
+			&cli.IntFlag{Name: "window", Value: segment.DefaultWindow, Usage: "causal checkpoint, step context: previous turns kept in full"},
 			&cli.StringFlag{Name: "env", Value: rollout.EnvSim, Usage: "sim (the embedded simulator) or osworld (an OSWorld desktop server: a VM, or cualake simdesk serve; one episode at a time)"},
 			&cli.StringFlag{Name: "osworld-url", Usage: "--env osworld: the desktop server's URL, e.g. http://192.168.1.5:5000"},
 			&cli.BoolFlag{Name: "skip-unsupported", Usage: "leave out (and list on stderr) the tasks the environment cannot run, instead of failing before any episode"},
@@ -251,8 +256,14 @@ func runRollout(c *cli.Context) error {
 		inputs = []string{in.ID}
 	}
 	out.Summary = sum
-	res, err := out.Finish(ctx, lake.CommitInfo{Stage: "rollout", Seed: p.Seed, Inputs: inputs,
-		Params: p.MarshalParams(f.Name(), map[string]any{"policy_version": f.Version(), "tasks": selected, "from_batch": plan.FromBatch, "pool": plan.PoolFrom, "reward": reward})})
+	extra := map[string]any{"policy_version": f.Version(), "tasks": selected, "from_batch": plan.FromBatch, "pool": plan.PoolFrom, "reward": reward}
+	if cf, ok := f.(interface{ Context() segment.Params }); ok {
+		// what `segment` must be run with to rebuild the contexts exactly
+		cp := cf.Context()
+		extra["context"] = map[string]any{"mode": cp.Mode, "k": cp.K, "delta": cp.Delta, "window": cp.Window, "view": cp.View,
+			"image_tokens": cp.Image.FixedTokens}
+	}
+	res, err := out.Finish(ctx, lake.CommitInfo{Stage: "rollout", Seed: p.Seed, Inputs: inputs, Params: p.MarshalParams(f.Name(), extra)})
 	if err != nil {
 		return err
 	}

@@ -33,8 +33,11 @@ in exactly one item) and the rollout's log-probabilities.
               stream of at most K + Delta screenshots, pruned by Delta    O(nT/K) items
 
 Screenshots take the pad tokens Qwen-VL's smart_resize gives their size (blobs table),
-or --image-tokens N each. With --quarantine, bad trajectories go to rejects instead of
-failing the run.
+or --image-tokens N each. With --view pointer the instruction carries word and quote
+markers and each screenshot is followed by the step counter and the numbered on-screen
+elements (from the accessibility tree, or the step's recorded prompt_ids); steps without
+response ids are trained on their action in the pointer language. With --quarantine,
+bad trajectories go to rejects instead of failing the run.
 
 Every row carries its trajectory's GRPO group advantage A_i = (R_i - mean R)/(std R + 1e-6)
 over its rollout group (ScaleCUA appendix D), shared by all its items; with
@@ -64,6 +67,7 @@ Example:
 			&cli.IntFlag{Name: "workers", Value: runtime.NumCPU(), Usage: "trajectories segmented in parallel (the output does not depend on it)"},
 			&cli.BoolFlag{Name: "quarantine", Usage: "send bad trajectories to the rejects table and segment the rest"},
 			&cli.StringFlag{Name: "advantage", Value: string(advantage.ModeGRPO), Usage: "grpo (A_i on every item) or stepo (A_i/|T_i| per step item; --mode step)"},
+			&cli.StringFlag{Name: "view", Value: string(segment.ViewPlain), Usage: "plain (the instruction and each screenshot) or pointer (marked instruction, step counter and on-screen elements after each screenshot; the causal policy's view)"},
 		},
 		Action: segmentAction,
 	})
@@ -82,7 +86,7 @@ func segmentAction(c *cli.Context) error {
 		Image: chat.ImageSpec{PatchSize: c.Int("patch-size"), MergeSize: c.Int("merge-size"), MinPixels: c.Int("min-pixels"),
 			MaxPixels: c.Int("max-pixels"), FixedTokens: c.Int("image-tokens")},
 		System: segment.DefaultSystem, Workers: c.Int("workers"), Quarantine: c.Bool("quarantine"),
-		Advantage: advantage.Mode(c.String("advantage")),
+		Advantage: advantage.Mode(c.String("advantage")), View: segment.View(c.String("view")),
 	}
 	if prm.Image.PatchSize < 1 || prm.Image.MergeSize < 1 {
 		return usageErr("--patch-size and --merge-size must be >= 1")

@@ -1,12 +1,13 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sugarme/gotch"
 	"github.com/urfave/cli/v2"
 
 	"github.com/cualake/cualake/pipeline/lake"
@@ -16,6 +17,7 @@ import (
 	"github.com/cualake/cualake/pipeline/tokenizer"
 	"github.com/cualake/cualake/schemas"
 	"github.com/cualake/cualake/trainer/agent"
+	"github.com/cualake/cualake/trainer/causal"
 	"github.com/cualake/cualake/trainer/policy"
 	"github.com/cualake/cualake/trainer/stage"
 )
@@ -24,21 +26,35 @@ func init() {
 	register(&cli.Command{
 		Name:  "train",
 		Usage: "train the policy: supervised warm start or GRPO on its rollouts; commits a checkpoint",
-		Description: `--objective sft clones successful warmstart demonstrations (rollout --policy oracle --source warmstart);
---objective grpo runs the clipped surrogate (eps_low 0.2, eps_high 0.28, ratio cap 3, KL 1e-4 to the warm-started
-policy) on the newest iteration's rollouts, with group advantages (grpo), A_i/|T_i| per step (stepo) or naive reuse.
-Checkpoints are blobs with a checkpoints row; train_metrics gets one row per optimiser step.
+		Description: `--objective sft imitates the successful demonstrations (oracle rollouts, or any --source warmstart
+rollout; never --source eval); --objective grpo runs the clipped surrogate (eps_low 0.2, eps_high 0.28, ratio cap 3,
+bounded KL 1e-4 to the warm-started policy) on the newest iteration's rollouts, with group advantages (grpo),
+A_i/|T_i| per step (stepo, aggregated by EvoCUA-1.5's eq. 13) or naive reuse, in mini-batches of whole groups.
+
+Two policies. --policy encdec (the default, trainer/policy) rebuilds one item per step from steps and trees.
+--policy causal (trainer/causal) is a decoder-only model that trains on the segments rows as they are (any mode:
+trajectory, step, window), their token ids, loss mask, recorded log-probabilities and advantages, with the
+screenshots' pixels at the image tokens: run segment first (` + "`cualake segment --view pointer --image-tokens 8`" + `).
+--policy applies to a fresh sft; grpo continues the newest checkpoint's kind. Without --steps, --batch, --lr the
+demo's settings apply (encdec sft: 600 x 32 at 1e-2; causal sft: 200 x 8 at 3e-3; grpo: 30 steps, batches of
+whole groups up to 32 items, 1e-3).
+
+Checkpoints are blobs with a checkpoints row; train_metrics gets one row per optimiser step; the commit's params
+name the segments snapshot the rows came from.
 
 Example:
-   cualake train --objective sft --steps 300
+   cualake train --objective sft
+   cualake train --objective sft --policy causal --json
    cualake train --objective grpo --advantage stepo --steps 20 --json`,
 		Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag,
 			&cli.StringFlag{Name: "in", Usage: "input snapshot (default main)"},
 			&cli.StringFlag{Name: "objective", Value: "sft", Usage: "sft or grpo"},
+			&cli.StringFlag{Name: "policy", Value: stage.PolicyEncDec, Usage: "sft: the model to create, encdec or causal"},
 			&cli.StringFlag{Name: "advantage", Value: "grpo", Usage: "grpo, stepo or naive"},
-			&cli.IntFlag{Name: "steps", Value: 200, Usage: "optimiser steps"},
-			&cli.IntFlag{Name: "batch", Value: 32, Usage: "items per mini-batch"},
-			&cli.Float64Flag{Name: "lr", Usage: "learning rate (default 1e-3 for sft, 1e-4 for grpo)"},
+			&cli.IntFlag{Name: "steps", Usage: "optimiser steps (default: the demo's)"},
+			&cli.IntFlag{Name: "batch", Usage: "items per mini-batch (default: the demo's)"},
+			&cli.IntFlag{Name: "groups", Usage: "grpo, causal policy: mini-batches of this many whole rollout groups instead of --batch items"},
+			&cli.Float64Flag{Name: "lr", Usage: "learning rate (default: the demo's)"},
 			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda"},
 			&cli.Int64Flag{Name: "seed", Usage: "seed of initial weights and batch order"},
 		},
@@ -63,9 +79,26 @@ Example:
 		if ck == nil {
 			return nil, fmt.Errorf("--policy checkpoint: no checkpoint yet (run train --objective sft)")
 		}
-		p, err := stage.LoadPolicy(c.Context, l, m, ck, "cpu")
+		b, err := lake.Blob(c.Context, l, m, ck.Blob)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("checkpoint v%d: %w", ck.Version, err)
+		}
+		if causal.IsCheckpoint(b.Bytes) {
+			model, err := causal.Load(b.Bytes, gotch.CPU)
+			if err != nil {
+				return nil, fmt.Errorf("checkpoint v%d: %w", ck.Version, err)
+			}
+			tok, name, err := stage.DefaultTokenizer()
+			if err != nil {
+				return nil, err
+			}
+			prm := segment.DefaultParams()
+			prm.Mode, prm.K, prm.Delta, prm.Window = segment.Mode(c.String("context")), c.Int("k"), c.Int("delta"), c.Int("window")
+			return agent.NewCausal(model, ck.Version, tok, name, prm, policy.DefaultTemperature, c.Bool("greedy"))
+		}
+		p, err := policy.Load(b.Bytes, gotch.CPU)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint v%d: %w", ck.Version, err)
 		}
 		return agent.NewCheckpoint(p, ck.Version, policy.DefaultSampleOptions(), c.Bool("greedy")), nil
 	}
@@ -88,16 +121,26 @@ func runTrain(c *cli.Context) error {
 		return fmt.Errorf("train: the lake has no snapshot")
 	}
 	p := stage.DefaultParams()
-	p.Objective, p.Advantage, p.Steps, p.Batch, p.LR, p.Device, p.Seed =
-		c.String("objective"), c.String("advantage"), c.Int("steps"), c.Int("batch"), c.Float64("lr"), c.String("device"), c.Int64("seed")
+	p.Objective, p.Policy, p.Advantage, p.Steps, p.Batch, p.LR, p.Device, p.Seed =
+		c.String("objective"), c.String("policy"), c.String("advantage"), c.Int("steps"), c.Int("batch"), c.Float64("lr"), c.String("device"), c.Int64("seed")
 	switch p.Advantage {
 	case "grpo", "stepo", "naive":
 	default:
 		return usageErr("--advantage: want grpo, stepo or naive")
 	}
+	switch p.Policy {
+	case stage.PolicyEncDec, stage.PolicyCausal:
+	default:
+		return usageErr("--policy: want %s or %s", stage.PolicyEncDec, stage.PolicyCausal)
+	}
+	p.Groups = c.Int("groups")
+	if p.Groups < 0 {
+		return usageErr("--groups: want >= 0")
+	}
+	p = p.Resolve()
 	t0 := time.Now()
 	// Optimiser steps as they go: the warm start's SFT runs for minutes.
-	bar := progress.New(os.Stderr, "train "+p.Objective+": optimiser steps", p.Steps, c.Bool("json"))
+	bar := progress.New(c.App.ErrWriter, "train "+p.Objective+": optimiser steps", p.Steps, c.Bool("json"))
 	p.Progress = func(done, total int) {
 		bar.SetTotal(total)
 		bar.Add(1)
@@ -117,7 +160,14 @@ func runTrain(c *cli.Context) error {
 	if err := lake.AppendTable(ctx, tx, schemas.TrainMetrics, out.Metrics); err != nil {
 		return err
 	}
-	m, err := tx.Commit(ctx, lake.CommitInfo{Stage: "train", Seed: p.Seed, Inputs: []string{tx.Parent()}, Params: p})
+	params := map[string]any{}
+	b, _ := json.Marshal(p)
+	_ = json.Unmarshal(b, &params)
+	if out.SegmentsFrom != "" {
+		params["segments"] = out.SegmentsFrom // the snapshot whose segments rows were trained on
+		params["segment_mode"] = out.Mode
+	}
+	m, err := tx.Commit(ctx, lake.CommitInfo{Stage: "train", Seed: p.Seed, Inputs: []string{tx.Parent()}, Params: params})
 	if err != nil {
 		return err
 	}
@@ -129,11 +179,15 @@ func runTrain(c *cli.Context) error {
 	}
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, map[string]any{"snapshot": m.ID, "version": out.Checkpoint.Version, "objective": p.Objective,
-			"items": out.Items, "stale_dropped": out.Dropped, "steps": len(out.Metrics), "final_loss": last.Loss,
+			"policy": p.Policy, "items": out.Items, "tokens": out.Tokens, "trainable_tokens": out.TrainableTokens, "mode": out.Mode,
+			"segments": out.SegmentsFrom, "train_seconds": out.TrainSeconds, "stale_dropped": out.Dropped, "steps": len(out.Metrics), "final_loss": last.Loss,
 			"tokens_per_second": float64(tokens) / secs, "seconds": secs})
 	}
 	fmt.Fprintf(c.App.Writer, "trained %s v%d from %d items: %d steps, final loss %.4f, %.0f tokens/s\nsnapshot %s\n",
 		p.Objective, out.Checkpoint.Version, out.Items, len(out.Metrics), last.Loss, float64(tokens)/secs, m.ID)
+	if out.SegmentsFrom != "" {
+		fmt.Fprintf(c.App.Writer, "  %s segments of snapshot %s: %d tokens, %d trained\n", out.Mode, out.SegmentsFrom[:12], out.Tokens, out.TrainableTokens)
+	}
 	return nil
 }
 

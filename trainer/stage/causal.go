@@ -1,0 +1,604 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cualake/cualake/pipeline/advantage"
+	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/segment"
+	"github.com/cualake/cualake/pipeline/tokenizer"
+	"github.com/cualake/cualake/schemas"
+	"github.com/cualake/cualake/trainer"
+	"github.com/cualake/cualake/trainer/agent"
+	"github.com/cualake/cualake/trainer/causal"
+)
+
+// CausalMime marks causal-policy checkpoint blobs.
+const CausalMime = "application/vnd.cualake.causal-policy"
+
+// Policies a fresh SFT can create.
+const (
+	PolicyEncDec = "encdec" // trainer/policy: encoder and GRU pointer decoder over featurized contexts (steps)
+	PolicyCausal = "causal" // trainer/causal: decoder-only over the segments' token streams
+)
+
+// IsDemonstration says which trajectories supervised warm start imitates:
+// successful ones from the warm-start source or from the oracle policy,
+// never held-out evaluation episodes.
+func IsDemonstration(t *schemas.Trajectory) bool {
+	return t.Outcome == schemas.OutcomeSuccess && t.Source != "eval" && (t.Source == "warmstart" || t.Policy == "oracle")
+}
+
+// segmentRows reads the segments of the trajectories keep selects, cloning
+// their arrays, and names the snapshot that wrote the table.
+func segmentRows(ctx context.Context, l *lake.Lake, m *lake.Manifest, keep map[string]bool) ([]schemas.Segment, string, error) {
+	if _, ok := m.Tables[schemas.Segments.Name]; !ok {
+		return nil, "", nil
+	}
+	var out []schemas.Segment
+	err := lake.ScanTable(ctx, l, m, schemas.Segments, 256, func(rows []schemas.Segment) error {
+		for i := range rows {
+			r := rows[i]
+			if !keep[r.TrajectoryID] {
+				continue
+			}
+			r.InputIDs, r.LossMask, r.Logprobs = slices.Clone(r.InputIDs), slices.Clone(r.LossMask), slices.Clone(r.Logprobs)
+			r.ImageBlobs = slices.Clone(r.ImageBlobs)
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	from, err := segmentsSnapshot(ctx, l, m)
+	return out, from, err
+}
+
+// segmentsSnapshot walks back from m to the snapshot whose commit last
+// changed the segments table.
+func segmentsSnapshot(ctx context.Context, l *lake.Lake, m *lake.Manifest) (string, error) {
+	for cur := m; cur != nil; {
+		if slices.Contains(cur.Changed, schemas.Segments.Name) {
+			return cur.ID, nil
+		}
+		if cur.Parent == "" {
+			break
+		}
+		next, err := l.Snapshot(ctx, cur.Parent)
+		if err != nil {
+			return "", fmt.Errorf("finding the segments' snapshot: %w", err)
+		}
+		cur = next
+	}
+	return "", nil
+}
+
+// segmentCommand is the command that makes the segments a causal model of
+// cfg reads.
+func segmentCommand(cfg causal.Config) string {
+	return fmt.Sprintf("cualake segment --view pointer --image-tokens %d --mode window --k 5 --delta 5", cfg.ImageTokens())
+}
+
+// checkSegments checks what train needs of its rows beyond the schema: the
+// same tokenizer everywhere (want, when set), streams whose screenshots take
+// the model's image tokens and name their blobs, and equal lengths.
+func checkSegments(rows []schemas.Segment, want string, cfg causal.Config, sp causal.Special) error {
+	for i := range rows {
+		r := &rows[i]
+		if want != "" && r.Tokenizer != want {
+			return fmt.Errorf("segment %q was cut with tokenizer %q, the checkpoint reads %q: segment again with the checkpoint's tokenizer",
+				r.SegmentID, r.Tokenizer, want)
+		}
+		if len(r.LossMask) != len(r.InputIDs) || len(r.Logprobs) != len(r.InputIDs) {
+			return fmt.Errorf("segment %q: input_ids, loss_mask and logprobs have lengths %d, %d, %d; want equal",
+				r.SegmentID, len(r.InputIDs), len(r.LossMask), len(r.Logprobs))
+		}
+		blocks, pads := 0, 0
+		for _, id := range r.InputIDs {
+			switch id {
+			case sp.VisionStart:
+				blocks++
+				pads = 0
+			case sp.ImagePad:
+				pads++
+			case sp.VisionEnd:
+				if pads != cfg.ImageTokens() {
+					return fmt.Errorf("segment %q: a screenshot takes %d image tokens, the causal policy reads %d: run `%s`",
+						r.SegmentID, pads, cfg.ImageTokens(), segmentCommand(cfg))
+				}
+			}
+		}
+		if len(r.ImageBlobs) != blocks {
+			return fmt.Errorf("segment %q names %d screenshot blobs for %d screenshots (segments written before image_blobs existed: segment again)",
+				r.SegmentID, len(r.ImageBlobs), blocks)
+		}
+		for _, h := range r.ImageBlobs {
+			if h == "" {
+				return fmt.Errorf("segment %q shows a screenshot that was never recorded (a --tree-only rollout): the causal policy reads pixels", r.SegmentID)
+			}
+		}
+	}
+	return nil
+}
+
+// patchCache turns screenshot blobs into the model's patches, once each.
+type patchCache map[string][][]float32
+
+// loadPatches decodes the screenshots of rows (and fetches the extra blobs,
+// e.g. checkpoints, in the same scan of the blobs table), on all cores.
+func loadPatches(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg causal.Config, rows []schemas.Segment, extra ...string) (patchCache, map[string][]byte, error) {
+	want := map[string]bool{}
+	for i := range rows {
+		for _, h := range rows[i].ImageBlobs {
+			want[h] = true
+		}
+	}
+	for _, h := range extra {
+		want[h] = true
+	}
+	blobs, err := lake.BlobsByHash(ctx, l, m, want)
+	if err != nil {
+		return nil, nil, err
+	}
+	var hashes []string
+	for i := range rows {
+		for _, h := range rows[i].ImageBlobs {
+			hashes = append(hashes, h)
+		}
+	}
+	slices.Sort(hashes)
+	hashes = slices.Compact(hashes)
+	out := make(patchCache, len(hashes))
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	next := make(chan string)
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for h := range next {
+				p, err := cfg.Patches(blobs[h])
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = fmt.Errorf("screenshot blob %s: %w", h, err)
+				}
+				out[h] = p
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, h := range hashes {
+		next <- h
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, nil, firstErr
+	}
+	for _, h := range hashes {
+		delete(blobs, h) // keep only the extras
+	}
+	return out, blobs, nil
+}
+
+// SegmentItems turns segments rows of snapshot m into the items a causal
+// model of cfg trains on, its screenshots decoded from the blobs table.
+func SegmentItems(ctx context.Context, l *lake.Lake, m *lake.Manifest, cfg causal.Config, rows []schemas.Segment) ([]causal.Item, error) {
+	pc, _, err := loadPatches(ctx, l, m, cfg, rows)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]causal.Item, len(rows))
+	for i := range rows {
+		out[i] = ItemFromSegment(&rows[i], pc)
+	}
+	return out, nil
+}
+
+// ItemFromSegment is the training item of a segments row: its ids, mask,
+// log-probabilities and advantage as they are, and its screenshots'
+// patches from pc.
+func ItemFromSegment(r *schemas.Segment, pc patchCache) causal.Item {
+	it := causal.Item{ID: r.SegmentID, Group: r.GroupID, IDs: r.InputIDs, Mask: r.LossMask, Logp: r.Logprobs,
+		HasLogp: r.HasLogprobs, Advantage: float32(r.Advantage)}
+	for _, h := range r.ImageBlobs {
+		it.Images = append(it.Images, pc[h])
+	}
+	return it
+}
+
+// buildIDMap is the compact vocabulary of a fresh causal model: the template
+// tokens, every trained token of the demonstrations, and every context
+// token that occurs in at least agent.MinTasks of their tasks. Rarer
+// context tokens (instance-specific names and values) read as <unk>, so
+// held-out tasks' unseen words look like the training tasks' rare ones.
+func buildIDMap(rows []schemas.Segment, sp causal.Special) (*causal.IDMap, error) {
+	ids := slices.Clone([]int32{sp.ImStart, sp.ImEnd, sp.VisionStart, sp.VisionEnd, sp.ImagePad})
+	tasks := map[int32]map[string]bool{}
+	for i := range rows {
+		r := &rows[i]
+		for k, id := range r.InputIDs {
+			if r.LossMask[k] == 1 {
+				ids = append(ids, id)
+				continue
+			}
+			if tasks[id] == nil {
+				tasks[id] = map[string]bool{}
+			}
+			tasks[id][r.TaskID] = true
+		}
+	}
+	for id, ts := range tasks {
+		if len(ts) >= agent.MinTasks {
+			ids = append(ids, id)
+		}
+	}
+	return causal.NewIDMap(ids)
+}
+
+// specialIDs looks up the template tokens in the tokenizer.
+func specialIDs(tok tokenizer.Encoder) (causal.Special, error) {
+	c, err := segment.NewCodec(tok)
+	if err != nil {
+		return causal.Special{}, err
+	}
+	return causal.Special{ImStart: c.ImStart, ImEnd: c.ImEnd, VisionStart: c.VisionStart, VisionEnd: c.VisionEnd, ImagePad: c.ImagePad}, nil
+}
+
+// DefaultTokenizer loads the Qwen3 tokenizer the segment stage uses by
+// default, with the name segments.tokenizer records for it.
+func DefaultTokenizer() (*tokenizer.Tokenizer, string, error) {
+	path, err := tokenizer.DefaultPath()
+	if err != nil {
+		return nil, "", err
+	}
+	tok, info, err := segment.LoadTokenizer(path)
+	if err != nil {
+		return nil, "", err
+	}
+	return tok, info.String(), nil
+}
+
+func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params, prev *schemas.Checkpoint) (*Output, error) {
+	demos := map[string]bool{}
+	err := lake.ScanTable(ctx, l, m, schemas.Trajectories, 4096, func(rows []schemas.Trajectory) error {
+		for i := range rows {
+			if IsDemonstration(&rows[i]) && rows[i].Steps > 0 {
+				demos[rows[i].TrajectoryID] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(demos) == 0 {
+		return nil, errors.New("train --objective sft: no successful demonstrations (run `cualake rollout --policy oracle` first)")
+	}
+	tok, tokName, err := DefaultTokenizer()
+	if err != nil {
+		return nil, err
+	}
+	sp, err := specialIDs(tok)
+	if err != nil {
+		return nil, err
+	}
+	cfg := causal.DefaultConfig(2)
+	rows, from, err := segmentRows(ctx, l, m, demos)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("train --objective sft --policy causal: snapshot %s holds no segments for its %d demonstrations: run `%s` first",
+			short(m.ID), len(demos), segmentCommand(cfg))
+	}
+	have := map[string]bool{}
+	for i := range rows {
+		have[rows[i].TrajectoryID] = true
+	}
+	for id := range demos {
+		if !have[id] {
+			return nil, fmt.Errorf("train --objective sft --policy causal: demonstration %s has no segments (the segments table predates it): run `%s` again",
+				id, segmentCommand(cfg))
+		}
+	}
+	if err := checkSegments(rows, tokName, cfg, sp); err != nil {
+		return nil, err
+	}
+	ids, err := buildIDMap(rows, sp)
+	if err != nil {
+		return nil, err
+	}
+	cfg.VocabSize = ids.Size()
+	dev, err := trainer.Device(p.Device)
+	if err != nil {
+		return nil, err
+	}
+	model, err := causal.New(cfg, ids, sp, tokName, dev, uint64(p.Seed))
+	if err != nil {
+		return nil, err
+	}
+	defer model.Close()
+	pc, _, err := loadPatches(ctx, l, m, cfg, rows)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]causal.Item, len(rows))
+	for i := range rows {
+		items[i] = ItemFromSegment(&rows[i], pc)
+		if err := items[i].Check(); err != nil {
+			return nil, err
+		}
+	}
+	lr := p.LR
+	opt, err := trainer.NewOptimizerOver(model.Parameters(), lr)
+	if err != nil {
+		return nil, err
+	}
+	defer opt.Close()
+	version, parent := nextVersion(prev)
+	out := &Output{Items: len(items), Mode: rows[0].Mode, SegmentsFrom: from}
+	countTokens(out, rows)
+	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x5f7))
+	order, pos := rng.Perm(len(items)), 0
+	t0 := time.Now()
+	for step := 0; step < p.Steps; step++ {
+		batch := make([]causal.Item, 0, p.Batch)
+		for len(batch) < min(p.Batch, len(items)) {
+			if pos == len(order) {
+				order, pos = rng.Perm(len(items)), 0
+			}
+			batch = append(batch, items[order[pos]])
+			pos++
+		}
+		sm, err := causal.SFTStep(model, opt, batch, trainer.DefaultMaxGradNorm)
+		if err != nil {
+			return nil, fmt.Errorf("train sft step %d: %w", step, err)
+		}
+		out.Metrics = append(out.Metrics, schemas.TrainMetric{Version: version, Step: int32(step), Objective: "sft",
+			Loss: sm.Loss, PolicyLoss: sm.Loss, GradNorm: finite(sm.GradNorm), Tokens: int64(sm.Tokens), Items: int32(len(batch))})
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	out.TrainSeconds = time.Since(t0).Seconds()
+	return finishCausal(model, out, version, parent, "sft", p, -1)
+}
+
+func countTokens(out *Output, rows []schemas.Segment) {
+	for i := range rows {
+		out.Tokens += int64(rows[i].Tokens)
+		out.TrainableTokens += int64(rows[i].TrainableTokens)
+	}
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// isCausal reports whether a checkpoint row's blob is a causal model; it
+// reads the blob (callers that load it anyway pass it instead).
+func isCausal(ctx context.Context, l *lake.Lake, m *lake.Manifest, ck *schemas.Checkpoint) (bool, error) {
+	b, err := lake.Blob(ctx, l, m, ck.Blob)
+	if err != nil {
+		return false, fmt.Errorf("checkpoint v%d: %w", ck.Version, err)
+	}
+	return causal.IsCheckpoint(b.Bytes), nil
+}
+
+// LoadCausal loads a checkpoint row's causal model.
+func LoadCausal(ctx context.Context, l *lake.Lake, m *lake.Manifest, ck *schemas.Checkpoint, device string) (*causal.Model, error) {
+	b, err := lake.Blob(ctx, l, m, ck.Blob)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint v%d: %w", ck.Version, err)
+	}
+	return loadCausalBytes(b.Bytes, ck, device)
+}
+
+func loadCausalBytes(data []byte, ck *schemas.Checkpoint, device string) (*causal.Model, error) {
+	dev, err := trainer.Device(device)
+	if err != nil {
+		return nil, err
+	}
+	model, err := causal.Load(data, dev)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint v%d: %w", ck.Version, err)
+	}
+	return model, nil
+}
+
+func runCausalGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params, prev *schemas.Checkpoint) (*Output, error) {
+	refRow, err := firstSFT(ctx, l, m)
+	if err != nil {
+		return nil, err
+	}
+	newest := int32(-1)
+	var trajs []schemas.Trajectory
+	err = lake.ScanTable(ctx, l, m, schemas.Trajectories, 4096, func(rows []schemas.Trajectory) error {
+		for _, r := range rows {
+			if r.Source == "rollout" && r.Policy == "checkpoint" {
+				newest = max(newest, r.Iteration)
+				trajs = append(trajs, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var batch []schemas.Trajectory
+	for _, t := range trajs {
+		if t.Iteration == newest && t.Outcome != schemas.OutcomeError {
+			batch = append(batch, t)
+		}
+	}
+	kept, dropped, err := advantage.FilterStale(batch, prev.Version, p.MaxStale,
+		func(t schemas.Trajectory) int32 { return t.PolicyVersion }, func(t schemas.Trajectory) string { return t.TrajectoryID })
+	if err != nil {
+		return nil, err
+	}
+	keep := map[string]bool{}
+	for _, t := range kept {
+		keep[t.TrajectoryID] = true
+	}
+	rows, from, err := segmentRows(ctx, l, m, keep)
+	if err != nil {
+		return nil, err
+	}
+	if len(kept) > 0 && len(rows) == 0 {
+		return nil, fmt.Errorf("train --objective grpo: snapshot %s holds no segments for iteration %d's %d rollouts: run `%s` first",
+			short(m.ID), newest, len(kept), segmentCommand(causal.DefaultConfig(2)))
+	}
+	if err := completeGroups(kept, rows); err != nil {
+		return nil, err
+	}
+	// one scan of the blobs table for both checkpoints and every screenshot
+	probe, err := lake.BlobsByHash(ctx, l, m, map[string]bool{prev.Blob: true})
+	if err != nil {
+		return nil, err
+	}
+	model, err := loadCausalBytes(probe[prev.Blob], prev, p.Device)
+	if err != nil {
+		return nil, err
+	}
+	defer model.Close()
+	cfg := model.Config()
+	if err := checkSegments(rows, model.Tokenizer(), cfg, model.Special()); err != nil {
+		return nil, err
+	}
+	pc, extra, err := loadPatches(ctx, l, m, cfg, rows, refRow.Blob)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := loadCausalBytes(extra[refRow.Blob], refRow, p.Device)
+	if err != nil {
+		return nil, err
+	}
+	defer ref.Close()
+	var items []causal.Item
+	for i := range rows {
+		if rows[i].Advantage == 0 {
+			continue // no gradient: a zero-variance group, or an average outcome
+		}
+		it := ItemFromSegment(&rows[i], pc)
+		if err := it.Check(); err != nil {
+			return nil, err
+		}
+		for _, k := range it.Trainable() {
+			if !model.IDs().Known(it.IDs[k]) {
+				return nil, fmt.Errorf("segment %q: trained token %d (id %d) is not in the checkpoint's id map (not sampled by this policy?)",
+					it.ID, k, it.IDs[k])
+			}
+		}
+		items = append(items, it)
+	}
+	version, parent := nextVersion(prev)
+	out := &Output{Items: len(items), Dropped: len(dropped), SegmentsFrom: from}
+	if len(rows) > 0 {
+		out.Mode = rows[0].Mode
+	}
+	for i := range rows {
+		if rows[i].Advantage != 0 {
+			out.Tokens += int64(rows[i].Tokens)
+			out.TrainableTokens += int64(rows[i].TrainableTokens)
+		}
+	}
+	if len(items) == 0 {
+		return finishCausal(model, out, version, parent, "grpo", p, newest)
+	}
+	group := func(it causal.Item) string { return it.Group }
+	var mbs [][]causal.Item
+	if p.Groups > 0 {
+		mbs, err = advantage.MiniGroupsByCount(items, group, p.Groups)
+	} else {
+		mbs, err = advantage.MiniGroups(items, group, p.Batch)
+	}
+	if err != nil {
+		return nil, err
+	}
+	lr := p.LR
+	opt, err := trainer.NewOptimizerOver(model.Parameters(), lr)
+	if err != nil {
+		return nil, err
+	}
+	defer opt.Close()
+	gopts := trainer.DefaultGRPOOptions()
+	gopts.Temperature = p.Temperature
+	if p.Advantage == agent.AdvSTEPO {
+		gopts.Agg = trainer.ItemSumTokenMean // eq. 13: token mean per step item, summed
+	}
+	t0 := time.Now()
+	for step := 0; step < p.Steps; step++ {
+		mb := mbs[step%len(mbs)]
+		var advs []float64
+		for _, it := range mb {
+			advs = append(advs, float64(it.Advantage))
+		}
+		gm, err := causal.GRPOStep(model, ref, opt, mb, gopts)
+		if err != nil {
+			return nil, fmt.Errorf("train grpo step %d: %w", step, err)
+		}
+		mean, std := meanStd(advs)
+		from := "rollout"
+		if gm.RecomputedOldLogp > 0 {
+			from = "recomputed"
+		}
+		out.Metrics = append(out.Metrics, schemas.TrainMetric{Version: version, Step: int32(step), Objective: "grpo", Advantage: p.Advantage,
+			Loss: finite(gm.Loss), PolicyLoss: finite(gm.PolicyLoss), KL: finite(gm.KL), Entropy: finite(gm.Entropy),
+			ClipFraction: math.Min(1, gm.ClipFracLow+gm.ClipFracHigh), ClipLow: gm.ClipFracLow, ClipHigh: gm.ClipFracHigh,
+			GradNorm: finite(gm.GradNorm), AdvantageMean: mean, AdvantageStd: std, Tokens: int64(gm.Tokens), Items: int32(len(mb)),
+			OldLogprobFrom: from})
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	out.TrainSeconds = time.Since(t0).Seconds()
+	return finishCausal(model, out, version, parent, "grpo", p, newest)
+}
+
+// completeGroups checks that every kept rollout with steps has segments,
+// so each group trains whole: a missing one is an error naming a segment of
+// its group (the segments table predates part of the batch).
+func completeGroups(kept []schemas.Trajectory, rows []schemas.Segment) error {
+	has := map[string]bool{}
+	byGroup := map[string]string{}
+	for i := range rows {
+		has[rows[i].TrajectoryID] = true
+		if _, ok := byGroup[rows[i].GroupID]; !ok {
+			byGroup[rows[i].GroupID] = rows[i].SegmentID
+		}
+	}
+	sort.Slice(kept, func(a, b int) bool { return kept[a].TrajectoryID < kept[b].TrajectoryID })
+	for _, t := range kept {
+		if t.Steps == 0 || has[t.TrajectoryID] {
+			continue
+		}
+		if sid, ok := byGroup[t.GroupID]; ok {
+			return fmt.Errorf("segment %q: its group %s is incomplete: rollout %s has no segments (segment the snapshot again)", sid, t.GroupID, t.TrajectoryID)
+		}
+		return fmt.Errorf("group %s has no segments for rollout %s (segment the snapshot again)", t.GroupID, t.TrajectoryID)
+	}
+	return nil
+}
+
+func finishCausal(model *causal.Model, out *Output, version, parent int32, objective string, p Params, iteration int32) (*Output, error) {
+	data, err := model.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	return seal(out, data, CausalMime, version, parent, objective, p, iteration), nil
+}

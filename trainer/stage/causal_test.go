@@ -1,0 +1,120 @@
+package stage
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cualake/cualake/schemas"
+	"github.com/cualake/cualake/trainer/causal"
+)
+
+var testSP = causal.Special{ImStart: 100, ImEnd: 101, VisionStart: 102, VisionEnd: 103, ImagePad: 104}
+
+// testRow is a segments row with one screenshot of n pads and one trained
+// token.
+func testRow(id string, n int) schemas.Segment {
+	ids := []int32{testSP.ImStart, 5, testSP.VisionStart}
+	for i := 0; i < n; i++ {
+		ids = append(ids, testSP.ImagePad)
+	}
+	ids = append(ids, testSP.VisionEnd, testSP.ImEnd, testSP.ImStart, 7, testSP.ImEnd)
+	mask := make([]int8, len(ids))
+	lp := make([]float32, len(ids))
+	mask[len(ids)-2], lp[len(ids)-2] = 1, -0.5
+	return schemas.Segment{SegmentID: id + "/window/0000", TrajectoryID: id, GroupID: "g", InputIDs: ids, LossMask: mask, Logprobs: lp,
+		HasLogprobs: true, Images: 1, ImageBlobs: []string{"png-" + id}, Tokens: int32(len(ids)), TrainableTokens: 1, Advantage: 0.5,
+		Tokenizer: "qwen@sha256:1"}
+}
+
+// TestCheckSegmentsNamesTheSegment: rows cut with another tokenizer, with
+// lengths that disagree, with screenshots of another size than the model
+// reads or without their blobs are errors naming the segment.
+func TestCheckSegmentsNamesTheSegment(t *testing.T) {
+	cfg := causal.DefaultConfig(10) // 8 image tokens
+	good := testRow("r1", 8)
+	if err := checkSegments([]schemas.Segment{good}, "qwen@sha256:1", cfg, testSP); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]func(r *schemas.Segment){
+		"was cut with tokenizer":    func(r *schemas.Segment) { r.Tokenizer = "other@sha256:2" },
+		"have lengths":              func(r *schemas.Segment) { r.LossMask = r.LossMask[1:] },
+		"the causal policy reads 8": func(r *schemas.Segment) { *r = testRow("r2", 4) },
+		"names 0 screenshot blobs":  func(r *schemas.Segment) { r.ImageBlobs = nil },
+		"was never recorded":        func(r *schemas.Segment) { r.ImageBlobs = []string{""} },
+	}
+	for want, edit := range cases {
+		r := testRow("r2", 8)
+		edit(&r)
+		err := checkSegments([]schemas.Segment{good, r}, "qwen@sha256:1", cfg, testSP)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `segment "r2/window/0000"`) {
+			t.Errorf("%s: %v", want, err)
+		}
+	}
+}
+
+// TestCompleteGroups: a kept rollout of a group without segments is an
+// error naming a segment of that group; rollouts without steps need none.
+func TestCompleteGroups(t *testing.T) {
+	kept := []schemas.Trajectory{{TrajectoryID: "r1", GroupID: "g", Steps: 3}, {TrajectoryID: "r2", GroupID: "g", Steps: 2},
+		{TrajectoryID: "r3", GroupID: "g", Steps: 0}}
+	rows := []schemas.Segment{testRow("r1", 8)}
+	err := completeGroups(kept, rows)
+	if err == nil || !strings.Contains(err.Error(), `segment "r1/window/0000"`) || !strings.Contains(err.Error(), "rollout r2 has no segments") {
+		t.Fatalf("incomplete group: %v", err)
+	}
+	if err := completeGroups(kept, append(rows, testRow("r2", 8))); err != nil {
+		t.Fatalf("complete group: %v", err)
+	}
+}
+
+// TestItemFromSegmentIsTheRow: the item train consumes is the segments row
+// as it stands (ids, mask, log-probabilities, advantage, group), with the
+// patches of the blobs it names, in order.
+func TestItemFromSegmentIsTheRow(t *testing.T) {
+	r := testRow("r1", 8)
+	r.ImageBlobs = []string{"a"}
+	pc := patchCache{"a": {{1, 2}}, "b": {{3}}}
+	it := ItemFromSegment(&r, pc)
+	if !slices.Equal(it.IDs, r.InputIDs) || !slices.Equal(it.Mask, r.LossMask) || !slices.Equal(it.Logp, r.Logprobs) ||
+		it.Advantage != float32(r.Advantage) || it.Group != r.GroupID || it.ID != r.SegmentID || !it.HasLogp {
+		t.Fatalf("item %+v is not row %+v", it, r)
+	}
+	if len(it.Images) != 1 || it.Images[0][0][1] != 2 {
+		t.Fatalf("images %v", it.Images)
+	}
+	if got := it.Trainable(); !slices.Equal(got, []int{len(r.InputIDs) - 2}) {
+		t.Fatalf("trainable positions %v", got)
+	}
+}
+
+// TestBuildIDMapKeepsTrainedAndCommonTokens: trained tokens and the
+// template always get an id, context tokens only when MinTasks tasks show
+// them.
+func TestBuildIDMapKeepsTrainedAndCommonTokens(t *testing.T) {
+	var rows []schemas.Segment
+	for i, task := range []string{"a", "b", "c"} {
+		r := testRow("r"+task, 8)
+		r.TaskID = task
+		// token 5 is context in all three tasks, token 9 in one only
+		if i == 0 {
+			r.InputIDs[len(r.InputIDs)-3] = 9
+		}
+		rows = append(rows, r)
+	}
+	im, err := buildIDMap(rows, testSP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int32{100, 101, 102, 103, 104, 7} {
+		if !im.Known(id) {
+			t.Errorf("id %d missing", id)
+		}
+	}
+	if !im.Known(5) {
+		t.Error("a context token of 3 tasks has no id")
+	}
+	if im.Known(9) {
+		t.Error("a context token of 1 task got an id")
+	}
+}
