@@ -182,10 +182,13 @@ func duckType(t arrow.DataType) string {
 }
 
 // lineage loads the snapshot's ancestry as the table lake_snapshots, so
-// lineage is queryable like any other table.
+// lineage is queryable like any other table. Its last column, heads, names
+// the branches whose head is that snapshot when the engine opened (sorted;
+// refs move, so unlike the other columns it is not pinned by the snapshot).
 func (e *Engine) lineage(ctx context.Context, l *lake.Lake) error {
 	if _, err := e.conn.ExecContext(ctx, `CREATE TABLE lake_snapshots (id VARCHAR, parent VARCHAR, depth INTEGER,
-		stage VARCHAR, params VARCHAR, seed BIGINT, inputs VARCHAR[], changed VARCHAR[], code_version VARCHAR, committed_at VARCHAR)`); err != nil {
+		stage VARCHAR, params VARCHAR, seed BIGINT, inputs VARCHAR[], changed VARCHAR[], code_version VARCHAR, committed_at VARCHAR,
+		heads VARCHAR[])`); err != nil {
 		return fmt.Errorf("lineage: %w", err)
 	}
 	if e.Snapshot.ID == "" {
@@ -195,9 +198,19 @@ func (e *Engine) lineage(ctx context.Context, l *lake.Lake) error {
 	if err != nil {
 		return err
 	}
+	branches, err := l.Branches(ctx)
+	if err != nil {
+		return fmt.Errorf("lineage: %w", err)
+	}
+	heads := map[string][]string{}
+	for name, id := range branches {
+		heads[id] = append(heads[id], name)
+	}
 	for i, m := range log {
-		_, err := e.conn.ExecContext(ctx, `INSERT INTO lake_snapshots VALUES (?, ?, ?, ?, ?, ?, ?::VARCHAR[], ?::VARCHAR[], ?, ?)`,
-			m.ID, m.Parent, i, m.Stage, string(m.Params), m.Seed, listLiteral(m.Inputs), listLiteral(m.Changed), m.CodeVersion, m.CommittedAt)
+		hs := heads[m.ID]
+		sort.Strings(hs)
+		_, err := e.conn.ExecContext(ctx, `INSERT INTO lake_snapshots VALUES (?, ?, ?, ?, ?, ?, ?::VARCHAR[], ?::VARCHAR[], ?, ?, ?::VARCHAR[])`,
+			m.ID, m.Parent, i, m.Stage, string(m.Params), m.Seed, listLiteral(m.Inputs), listLiteral(m.Changed), m.CodeVersion, m.CommittedAt, listLiteral(hs))
 		if err != nil {
 			return fmt.Errorf("lineage: %w", err)
 		}

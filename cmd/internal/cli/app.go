@@ -44,6 +44,13 @@ var lakeFlag = &cli.StringFlag{
 	Value:   "./data/lake",
 }
 
+// branchFlag selects the lake branch a command reads and commits: every
+// command with --lake gets it (withStorageFlags), and openLake binds the
+// lake handle to it, so "" refs (--at, --in, --from defaults) are the
+// branch's head and every Begin commits to it.
+var branchFlag = &cli.StringFlag{Name: "branch", EnvVars: []string{"CUALAKE_BRANCH"},
+	Usage: "lake branch to read from and commit to (default main); --at/--in default to its head and accept branch names"}
+
 var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print one JSON object for scripts"}
 
 // storageFlags configure remote lakes; every command that takes --lake
@@ -57,16 +64,21 @@ var storageFlags = []cli.Flag{
 	&cli.StringFlag{Name: "s3-region", Category: "remote lakes", Usage: "S3 region (default $AWS_REGION, else us-east-1)"},
 }
 
-// withStorageFlags adds storageFlags to every command with --lake, once.
+// withStorageFlags adds --branch and storageFlags to every command with
+// --lake, once.
 func withStorageFlags(cmds []*cli.Command) {
 	for _, c := range cmds {
-		has, done := false, false
+		has, done, branch := false, false, false
 		for _, f := range c.Flags {
 			has = has || f == lakeFlag
 			done = done || f == storageFlags[0]
+			branch = branch || f.Names()[0] == "branch"
 		}
 		if has && !done {
 			c.Flags = append(c.Flags, storageFlags...)
+		}
+		if has && !branch {
+			c.Flags = append(c.Flags, branchFlag)
 		}
 		withStorageFlags(c.Subcommands)
 	}
@@ -157,14 +169,30 @@ func usageErr(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
 }
 
-// openLake opens the --lake folder or URL (s3://bucket/prefix); create
-// initialises it if needed.
+// openLake opens the --lake folder or URL (s3://bucket/prefix), bound to
+// --branch; create initialises it if needed.
 func openLake(c *cli.Context, create bool) (*lake.Lake, error) {
 	opt, err := lakeOptions(c)
 	if err != nil {
 		return nil, err
 	}
-	return lake.OpenURL(c.Context, c.String("lake"), create, opt)
+	l, err := lake.OpenURL(c.Context, c.String("lake"), create, opt)
+	if err != nil {
+		return nil, err
+	}
+	return onBranch(l, c.String("branch"))
+}
+
+// onBranch binds l to the --branch value name ("" keeps main).
+func onBranch(l *lake.Lake, name string) (*lake.Lake, error) {
+	if name == "" {
+		return l, nil
+	}
+	b, err := l.OnBranch(name)
+	if err != nil {
+		return nil, usageErr("--branch: %v", err)
+	}
+	return b, nil
 }
 
 // snapshotAt opens the lake and resolves --at (or --in).

@@ -201,6 +201,9 @@ func runAudit(c *cli.Context, kind string) error {
 	ctx := c.Context
 	opt := lake.OpenOptions{CacheDir: fString(c, "cache"), Endpoint: fString(c, "s3-endpoint"), Region: fString(c, "s3-region")}
 	l, err := lake.OpenURL(ctx, fString(c, "lake"), false, opt)
+	if err == nil {
+		l, err = onBranch(l, fString(c, "branch"))
+	}
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -22,6 +23,8 @@ func init() {
    cualake lake init --lake ./data/lake
    cualake lake log
    cualake lake tag release/2026-11
+   cualake lake branch create exp/vcs/window --from release/2026-11
+   cualake segment --branch exp/vcs/window --mode window
    cualake lake export --at release/2026-11 ./release`,
 		Subcommands: []*cli.Command{
 			{Name: "init", Usage: "create an empty lake (idempotent)", Flags: []cli.Flag{lakeFlag, jsonFlag, newHistoryFlag},
@@ -30,17 +33,35 @@ history: lake verify names the candidates to restore main to), unless --new-hist
 which commits an empty root snapshot and points main at it; the earlier snapshots stay.
 Example: cualake lake init --lake ./data/lake`, Action: lakeInit},
 			{Name: "log", Usage: "list snapshots, newest first", Flags: []cli.Flag{lakeFlag, jsonFlag,
-				&cli.StringFlag{Name: "at", Usage: "start from this snapshot or tag"}, &cli.IntFlag{Name: "limit", Usage: "at most N snapshots"}},
+				&cli.StringFlag{Name: "at", Usage: "start from this snapshot, tag or branch (default: the --branch head)"}, &cli.IntFlag{Name: "limit", Usage: "at most N snapshots"}},
 				Description: "Example: cualake lake log --limit 5", Action: lakeLog},
 			{Name: "show", Usage: "print a snapshot's manifest", ArgsUsage: "[SNAPSHOT|TAG]", Flags: []cli.Flag{lakeFlag, jsonFlag},
 				Description: "Example: cualake lake show release/2026-11", Action: lakeShow},
 			{Name: "diff", Usage: "rows added and removed per table between two snapshots", ArgsUsage: "A [B]", Flags: []cli.Flag{lakeFlag, jsonFlag},
-				Description: "Example: cualake lake diff 3f2a9c main   (B defaults to main)", Action: lakeDiff},
+				Description: "Example: cualake lake diff main exp/a   (B defaults to the --branch head, main)", Action: lakeDiff},
 			{Name: "tag", Usage: "name a snapshot (tags never move)", ArgsUsage: "NAME [SNAPSHOT]", Flags: []cli.Flag{lakeFlag, jsonFlag},
 				Description: `Names: letters, digits, '.', '_', '-' and '/', starting with a letter or digit; not main,
 not 4-64 hex digits (they read as snapshot ids), no '..', no empty component or one starting
 with '.', none ending in .lock or containing .tmp- (docs/lake-format.md).
 Example: cualake lake tag release/2026-11 3f2a9c`, Action: lakeTag},
+			{Name: "branch", Usage: "create, list and delete branches (refs/heads/NAME beside main)",
+				Description: `A branch is a ref that moves with its commits: run any stage with --branch NAME
+and its commit moves only that branch, by the same compare-and-swap as main. Branch names follow
+the tag rules (letters, digits, '.', '_', '-' and '/'; see lake tag) and may not be taken by a tag.
+Deleting a branch removes only the ref: gc keeps every manifest's files.
+Example:
+   cualake lake branch create exp/k-sweep/k3/s1 --from v1
+   cualake lake branch list --json
+   cualake lake branch delete exp/k-sweep/k3/s1`,
+				Subcommands: []*cli.Command{
+					{Name: "create", Usage: "start a branch at a snapshot", ArgsUsage: "NAME", Flags: []cli.Flag{lakeFlag, jsonFlag,
+						&cli.StringFlag{Name: "from", Usage: "snapshot id, tag or branch to start at (default: the --branch head, main)"}},
+						Description: "Creating a branch again at the same snapshot is a no-op; elsewhere, an error.\nExample: cualake lake branch create exp/a --from 3f2a9c", Action: lakeBranchCreate},
+					{Name: "list", Usage: "every branch and its head", Flags: []cli.Flag{lakeFlag, jsonFlag},
+						Description: "Example: cualake lake branch list --json", Action: lakeBranchList},
+					{Name: "delete", Usage: "remove a branch ref (never data)", ArgsUsage: "NAME", Flags: []cli.Flag{lakeFlag, jsonFlag},
+						Description: "main cannot be deleted; the snapshots stay, readable by id.\nExample: cualake lake branch delete exp/a", Action: lakeBranchDelete},
+				}},
 			{Name: "verify", Usage: "re-hash every data file and check every manifest and ref", Flags: []cli.Flag{lakeFlag, jsonFlag},
 				Description: "Exits 4 when anything is wrong.\nExample: cualake lake verify --json", Action: lakeVerify},
 			{Name: "gc", Usage: "remove data files that no manifest references", Flags: []cli.Flag{lakeFlag, jsonFlag,
@@ -50,7 +71,7 @@ Example: cualake lake tag release/2026-11 3f2a9c`, Action: lakeTag},
 ref, a missing main on a lake with a history, or a ref whose history has a missing manifest.
 Example: cualake lake gc --dry-run`, Action: lakeGC},
 			{Name: "export", Usage: "write a self-contained release bundle", ArgsUsage: "DIR", Flags: []cli.Flag{lakeFlag, jsonFlag,
-				&cli.StringFlag{Name: "at", Usage: "snapshot or tag (default main)"}},
+				&cli.StringFlag{Name: "at", Usage: "snapshot, tag or branch (default: the --branch head)"}},
 				Description: "Hive-partitioned Parquet, manifest.json, SHA256SUMS and a dataset card README.md.\nExample: cualake lake export --at release/2026-11 ./release", Action: lakeExport},
 		},
 	})
@@ -264,5 +285,75 @@ func lakeExport(c *cli.Context) error {
 		return printJSON(c.App.Writer, map[string]string{"snapshot": m.ID, "dir": c.Args().First()})
 	}
 	fmt.Fprintf(c.App.Writer, "exported snapshot %s to %s\n", m.ID[:12], c.Args().First())
+	return nil
+}
+
+func lakeBranchCreate(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("lake branch create needs NAME")
+	}
+	l, err := openLake(c, false)
+	if err != nil {
+		return err
+	}
+	name := c.Args().First()
+	id, err := l.CreateBranch(c.Context, name, c.String("from"))
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, map[string]string{"branch": name, "snapshot": id})
+	}
+	fmt.Fprintf(c.App.Writer, "branch %s -> %s\n", name, id)
+	return nil
+}
+
+func lakeBranchList(c *cli.Context) error {
+	l, err := openLake(c, false)
+	if err != nil {
+		return err
+	}
+	bs, err := l.Branches(c.Context)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(bs))
+	for n := range bs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if c.Bool("json") {
+		out := []map[string]string{}
+		for _, n := range names {
+			out = append(out, map[string]string{"branch": n, "snapshot": bs[n]})
+		}
+		return printJSON(c.App.Writer, out)
+	}
+	if len(names) == 0 {
+		fmt.Fprintln(c.App.Writer, "no branches yet")
+	}
+	for _, n := range names {
+		fmt.Fprintf(c.App.Writer, "%s  %s\n", bs[n], n)
+	}
+	return nil
+}
+
+func lakeBranchDelete(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("lake branch delete needs NAME")
+	}
+	l, err := openLake(c, false)
+	if err != nil {
+		return err
+	}
+	name := c.Args().First()
+	id, err := l.DeleteBranch(c.Context, name)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, map[string]string{"deleted": name, "snapshot": id})
+	}
+	fmt.Fprintf(c.App.Writer, "deleted branch %s (was %s; its snapshots stay)\n", name, id)
 	return nil
 }

@@ -42,11 +42,13 @@ Example:
 	})
 }
 
-// inProcess runs stage commands in this process, against the --lake of c.
-func inProcess(dir string, out io.Writer) loop.Executor {
+// inProcess runs stage commands in this process, against the --lake of c;
+// lakeArgs (such as --branch NAME) follow --lake on every command line.
+func inProcess(dir string, out io.Writer, lakeArgs ...string) loop.Executor {
 	return func(ctx context.Context, command, flags []string) error {
 		args := append([]string{"cualake"}, command...)
 		args = append(args, "--lake", dir)
+		args = append(args, lakeArgs...)
 		args = append(args, flags...)
 		app := App()
 		app.Writer, app.ErrWriter = out, out
@@ -87,7 +89,11 @@ func runLoop(c *cli.Context) error {
 	t0 := time.Now()
 	fmt.Fprintf(log, "run %s: %d steps, %d iterations, sampler %s, seed %d, lake %s\n",
 		loop.RunID(cfg), len(loop.Plan(cfg)), cfg.Iterations, cfg.Sample.Sampler, cfg.Seed, dir)
-	exec := inProcess(dir, log)
+	var lakeArgs []string
+	if b := c.String("branch"); b != "" {
+		lakeArgs = []string{"--branch", b} // every step reads and commits the branch
+	}
+	exec := inProcess(dir, log, lakeArgs...)
 	switch c.String("executor") {
 	case "local":
 	case "slurm":
@@ -104,7 +110,7 @@ func runLoop(c *cli.Context) error {
 	if err := os.MkdirAll(filepath.Dir(cfg.Report), 0o755); err != nil {
 		return err
 	}
-	if err := inProcess(dir, io.Discard)(c.Context, []string{"notebook", "run"}, []string{"learning", "--out", cfg.Report}); err != nil {
+	if err := inProcess(dir, io.Discard, lakeArgs...)(c.Context, []string{"notebook", "run"}, []string{"learning", "--out", cfg.Report}); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	sum, err := loopSummary(c.Context, l, cfg)

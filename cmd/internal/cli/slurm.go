@@ -233,6 +233,9 @@ func jobEnv(c *cli.Context) []string {
 	if v := c.String("cache-max"); v != "" {
 		env = append(env, "CUALAKE_CACHE_MAX="+v)
 	}
+	if v := c.String("branch"); v != "" {
+		env = append(env, "CUALAKE_BRANCH="+v) // the jobs read and commit the same branch
+	}
 	return env
 }
 
