@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# ScaleCUA Figure 6(b) and Figure 5 in shape, with the causal policy
+# (trainer/causal) on the embedded simulator: one iteration's committed
+# rollouts (32 tasks x 8, window context K = Delta = 5) are segmented in
+# trajectory, step and window mode, and in window mode for K = Delta in
+# {1, 3, 5, 8, 15}; each segmentation is trained with GRPO for the same
+# optimiser steps over the same groups (mini-batches of 4 whole groups, 8
+# steps: one pass over 32 groups), each in its own copy of the lake. Writes
+# bench/out/segments.json: per run the segment summary and the train stage's
+# items, tokens, trained tokens and optimiser wall time (train_seconds).
+#
+#   scripts/bench-segments.sh            # builds bench/out/seg-lake once (SFT + rollouts, ~30 min on 2 cores)
+#   CUALAKE_SEG_BENCH_STEPS=4 scripts/bench-segments.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=bench/out
+mkdir -p "$out"
+C=${CUALAKE_BIN:-bin/cualake}
+base=$out/seg-lake
+steps=${CUALAKE_SEG_BENCH_STEPS:-8}
+if [ ! -f "$base.ready" ]; then
+  rm -rf "$base"
+  echo "bench-segments: building $base (warm start and one iteration of rollouts)"
+  $C simdesk pool --lake "$base" > /dev/null
+  $C rollout --lake "$base" --policy oracle --source warmstart --split train --n 1 --max-turns 40 --seed 1002 --workers 2 --json > /dev/null
+  $C segment --lake "$base" --view pointer --image-tokens 8 --mode window --k 5 --delta 5 --json > /dev/null
+  $C train --lake "$base" --objective sft --policy causal --seed 1003 --json > "$out/seg-sft.json"
+  $C rollout --lake "$base" --policy checkpoint --split train --limit-tasks 32 --n 8 --max-turns 30 --context window --k 5 --delta 5 \
+    --iteration 1 --seed 1301 --workers 2 --json > "$out/seg-rollout.json"
+  touch "$base.ready"
+fi
+runs=()
+one() { # name, segment flags...
+  local name=$1
+  shift
+  local lk=$out/seg-lake-$name
+  rm -rf "$lk"
+  cp -r "$base" "$lk"
+  echo "bench-segments: $name"
+  $C segment --lake "$lk" --view pointer --image-tokens 8 "$@" --json > "$out/seg-$name-segment.json"
+  $C train --lake "$lk" --objective grpo --groups 4 --steps "$steps" --seed 1401 --json > "$out/seg-$name-train.json"
+  rm -rf "$lk"
+  runs+=("$name")
+}
+one trajectory --mode trajectory
+one step --mode step --window 5
+one window --mode window --k 5 --delta 5
+for k in 1 3 8 15; do
+  one "window-k$k" --mode window --k "$k" --delta "$k"
+done
+python3 - "$out" "${runs[@]}" <<'EOF'
+import json, os, sys
+out, runs = sys.argv[1], sys.argv[2:]
+res = {"runs": {}}
+for r in runs:
+    seg = json.load(open(os.path.join(out, f"seg-{r}-segment.json")))["summary"]
+    tr = json.load(open(os.path.join(out, f"seg-{r}-train.json")))
+    res["runs"][r] = {"mode": seg["mode"], "k": seg["k"], "delta": seg["delta"], "segment_items": seg["items"],
+                      "segment_tokens": seg["tokens"], "items": tr["items"], "tokens": tr["tokens"],
+                      "trainable_tokens": tr["trainable_tokens"], "steps": tr["steps"], "train_seconds": tr["train_seconds"]}
+roll = json.load(open(os.path.join(out, "seg-rollout.json")))["summary"]
+res["rollouts"] = {"trajectories": roll["trajectories"], "steps": roll["steps"], "success_rate": roll["success_rate"]}
+json.dump(res, open(os.path.join(out, "segments.json"), "w"), indent=1)
+print(json.dumps(res, indent=1))
+EOF
