@@ -245,6 +245,7 @@ func turnView(tu Turn, blobs map[string]*Blob, o Options, decoders map[string]de
 	sv.W, sv.H = sc.W, sc.H
 	sv.Overlay = overlay(tu.Actions, sc)
 	if !full {
+		sv.Typed = nil // a thumbnail: the captions under it say it
 		return sv
 	}
 	switch {
