@@ -96,14 +96,15 @@ func OpenURL(ctx context.Context, location string, create bool, opt OpenOptions)
 // means no parent at all, even when main already has snapshots. Merging
 // shard fragments uses it to commit on the very input the shards read, so
 // the merged snapshot is the one an unsharded run would have committed;
-// Commit rebases as usual if main moved meanwhile.
+// Commit moves the handle's branch (main unless OnBranch) and rebases as
+// usual if it moved meanwhile.
 func (l *Lake) BeginFrom(ctx context.Context, id string) (*Txn, error) {
 	if id == "" {
-		return &Txn{lake: l, base: &Manifest{Tables: map[string]TableFiles{}}, changes: map[string]change{}}, nil
+		return &Txn{lake: l, branch: l.Branch(), base: &Manifest{Tables: map[string]TableFiles{}}, changes: map[string]change{}}, nil
 	}
 	m, err := l.Snapshot(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return &Txn{lake: l, parent: id, base: m, changes: map[string]change{}}, nil
+	return &Txn{lake: l, branch: l.Branch(), parent: id, base: m, changes: map[string]change{}}, nil
 }
