@@ -13,7 +13,7 @@ setup:
 build: setup
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/cualake ./cmd/cualake
-	@for s in $(STAGES); do $(GO) build -o $(BIN)/$$s ./cmd/$$s || exit 1; done
+	@for s in $(STAGES); do ln -f $(BIN)/cualake $(BIN)/$$s || exit 1; done  # one binary; it runs the stage it is named after
 
 test: build
 	$(GO) vet ./...
