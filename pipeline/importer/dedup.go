@@ -94,7 +94,10 @@ type episodeSum struct {
 
 func (s *episodeSum) addStep(st *schemas.Step) {
 	c := *st
+	// A Parquet round trip turns nil lists into empty ones; every list
+	// column is normalised so a re-read row hashes as the parsed one.
 	c.Keys, c.ResponseIDs, c.Logprobs = nilIfEmpty(c.Keys), nilIfEmpty(c.ResponseIDs), nilIfEmpty(c.Logprobs)
+	c.PromptIDs = nilIfEmpty(c.PromptIDs)
 	h := hashJSON(&c)
 	carry := uint16(0)
 	for i := 31; i >= 0; i-- {
