@@ -141,10 +141,22 @@ func (m *Model) hidden(s *tx.Scope, st *stream, c *cache) *ts.Tensor {
 		x = s.IndexCopy(x, 0, s.Int64s(st.padPos, []int64{n}, m.dev), proj)
 	}
 	x = s.Add(x, s.Narrow(m.pos, 0, P, T))
-	var mask *ts.Tensor
-	if T > 1 {
-		// query i (absolute P+i) may not see keys j > P+i
-		mask = s.MulScalar(s.Triu(s.Ones([]int64{T, P + T}, m.dev), P+1), tx.NegInf)
+	// Attention runs in blocks of queryBlock queries, each over the keys its
+	// last query may see: no [H, T, T] tensor is ever made (tens of MB per
+	// op at a few thousand tokens), and the keys after a block, which the
+	// causal mask would zero, cost nothing.
+	type block struct {
+		q0, n, keys int64
+		mask        *ts.Tensor // [n, keys]: query i (absolute P+q0+i) may not see keys j > P+q0+i
+	}
+	var blocks []block
+	for q0 := int64(0); q0 < T; q0 += queryBlock {
+		b := block{q0: q0, n: min(queryBlock, T-q0)}
+		b.keys = P + q0 + b.n
+		if b.n > 1 {
+			b.mask = s.MulScalar(s.Triu(s.Ones([]int64{b.n, b.keys}, m.dev), P+q0+1), tx.NegInf)
+		}
+		blocks = append(blocks, b)
 	}
 	scale := 1 / math.Sqrt(float64(dh))
 	for l := 0; l < cfg.Layers; l++ {
@@ -165,11 +177,23 @@ func (m *Model) hidden(s *tx.Scope, st *stream, c *cache) *ts.Tensor {
 				c.k[l], c.v[l] = s.Keep(k), s.Keep(v)
 			}
 		}
-		sc := s.MulScalar(s.Matmul(q, s.Transpose(k, -2, -1)), scale) // [H,T,P+T]
-		if mask != nil {
-			sc = s.Add(sc, mask)
+		outs := make([]*ts.Tensor, len(blocks))
+		for i, b := range blocks {
+			qb, kb, vb := q, k, v
+			if len(blocks) > 1 || b.keys < P+T {
+				qb, kb, vb = s.Narrow(q, 1, b.q0, b.n), s.Narrow(k, 1, 0, b.keys), s.Narrow(v, 1, 0, b.keys)
+			}
+			sc := s.MulScalar(s.Matmul(qb, s.Transpose(kb, -2, -1)), scale) // [H,n,keys]
+			if b.mask != nil {
+				sc = s.Add(sc, b.mask)
+			}
+			outs[i] = s.Matmul(s.Softmax(sc, -1), vb) // [H,n,dh]
 		}
-		o := s.Reshape(s.Permute(s.Matmul(s.Softmax(sc, -1), v), 1, 0, 2), T, D)
+		att := outs[0]
+		if len(outs) > 1 {
+			att = s.Cat(outs, 1)
+		}
+		o := s.Reshape(s.Permute(att, 1, 0, 2), T, D)
 		x = s.Add(x, s.Linear(o, m.w(pre+"out.w"), m.w(pre+"out.b")))
 		h = s.LayerNorm(x, m.w(pre+"ln2.w"), m.w(pre+"ln2.b"), D)
 		x = s.Add(x, s.Linear(s.Gelu(s.Linear(h, m.w(pre+"ff1.w"), m.w(pre+"ff1.b"))), m.w(pre+"ff2.w"), m.w(pre+"ff2.b")))
@@ -179,6 +203,10 @@ func (m *Model) hidden(s *tx.Scope, st *stream, c *cache) *ts.Tensor {
 	}
 	return s.LayerNorm(x, m.w("lnf.w"), m.w("lnf.b"), D)
 }
+
+// queryBlock is the number of queries whose attention is computed at once
+// (a variable so tests can compare against one block for the whole stream).
+var queryBlock int64 = 256
 
 // logits scores the next token at the rows at of hidden states h: [L, V],
 // with the scores of the ids the model never writes (<unk>, template tokens

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 var testSpecial = Special{ImStart: 100, ImEnd: 101, VisionStart: 102, VisionEnd: 103, ImagePad: 104}
 
 func testConfig(vocab int) Config {
-	return Config{VocabSize: vocab, Dim: 16, Heads: 2, Layers: 2, FFNDim: 32, MaxContext: 256,
+	return Config{VocabSize: vocab, Dim: 16, Heads: 2, Layers: 2, FFNDim: 32, MaxContext: 1024,
 		ImageCols: 2, ImageRows: 1, PatchSize: 2, MaxResponse: 8}
 }
 
@@ -441,5 +441,94 @@ func TestDefaultConfigWeights(t *testing.T) {
 	}
 	if want := 112960 + 129*1000; n != want {
 		t.Fatalf("default config has %d weights at 1,000 ids, the doc says %d", n, want)
+	}
+}
+
+// longStream is a stream of about n tokens: words, and a screenshot every
+// 150 tokens.
+func longStream(m *Model, r *rand.Rand, n int) Input {
+	sp := m.special
+	var in Input
+	for len(in.IDs) < n {
+		if len(in.IDs)%150 == 0 {
+			in.IDs = append(in.IDs, sp.ImStart, sp.VisionStart)
+			for k := 0; k < m.cfg.ImageTokens(); k++ {
+				in.IDs = append(in.IDs, sp.ImagePad)
+			}
+			in.IDs = append(in.IDs, sp.VisionEnd)
+			in.Images = append(in.Images, testImage(r, m.cfg.ImageTokens(), m.cfg.PatchDim()))
+		}
+		in.IDs = append(in.IDs, int32(1+r.IntN(40)))
+	}
+	return in
+}
+
+// TestAttentionBlocks: streams longer than one attention block score as
+// with one block over the whole stream, in the full forward pass and in the
+// decoder fed in chunks that start inside a block (within 1e-5), and stay
+// causal across block boundaries.
+func TestAttentionBlocks(t *testing.T) {
+	m := testModel(t, 5)
+	in := longStream(m, rand.New(rand.NewPCG(11, 12)), 700)
+	at := scorable(m, in.IDs)
+	blocked, err := m.LogProbs(in, at, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := queryBlock
+	queryBlock = 1 << 30
+	whole, err := m.LogProbs(in, at, 1)
+	queryBlock = saved
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]float32{}
+	for i, k := range at {
+		if math.Abs(float64(blocked[i]-whole[i])) > 1e-5 {
+			t.Fatalf("token %d: %v in blocks, %v in one block", k, blocked[i], whole[i])
+		}
+		want[k] = whole[i]
+	}
+	// causal across blocks: tokens after 600 change nothing before them
+	changed := Input{IDs: append([]int32(nil), in.IDs...), Images: in.Images}
+	for k := 600; k < len(changed.IDs); k++ {
+		if changed.IDs[k] <= 40 {
+			changed.IDs[k] = 1 + changed.IDs[k]%40
+		}
+	}
+	got, err := m.LogProbs(changed, at, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range at {
+		if k < 600 && got[i] != blocked[i] {
+			t.Fatalf("token %d changed when tokens after 600 did", k)
+		}
+	}
+	// the decoder: 40 tokens, one, then 500 (several blocks at an offset)
+	d := m.NewDecoder()
+	defer d.Close()
+	img := 0
+	for _, ch := range [][2]int{{0, 40}, {40, 41}, {41, 541}, {541, len(in.IDs) - 1}} {
+		ids := in.IDs[ch[0]:ch[1]]
+		var imgs [][][]float32
+		for _, id := range ids {
+			if id == m.special.VisionStart {
+				imgs = append(imgs, in.Images[img])
+				img++
+			}
+		}
+		lp, err := d.Feed(ids, imgs, 1)
+		if err != nil {
+			t.Fatalf("feed %v: %v", ch, err)
+		}
+		next := ch[1]
+		w, ok := want[next]
+		if !ok {
+			t.Fatalf("chunk %v ends before an unscorable token; pick other bounds", ch)
+		}
+		if g := lp[m.ids.Compact(in.IDs[next])]; math.Abs(float64(g-w)) > 1e-5 {
+			t.Fatalf("decoder after %v: %v, full pass %v", ch, g, w)
+		}
 	}
 }

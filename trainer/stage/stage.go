@@ -24,8 +24,13 @@ import (
 const CheckpointMime = "application/vnd.cualake.policy"
 
 // Threads is the fixed libtorch thread count: results are reproducible for
-// a fixed count, whatever machine runs them.
-const Threads = 2
+// a fixed count, whatever machine runs them. One: the models are small (64-
+// and 96-wide), so their ops gain little from a second thread, and on a
+// shared 2-core machine libtorch's OpenMP threads spin while they wait for
+// each other (the causal policy's forward and backward pass ran at 9,000
+// tokens per CPU-second on one thread, 3,100 on two, with other jobs
+// running).
+const Threads = 1
 
 // Params configure one train run.
 type Params struct {

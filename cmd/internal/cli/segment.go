@@ -146,7 +146,7 @@ func segmentAction(c *cli.Context) error {
 	fmt.Fprintf(c.App.Writer, "  %s items: %d (%s); trajectory mode would give %d, step %d, window(K=%d, Delta=%d) %d\n",
 		s.Expected.Order, s.Items, s.Expected.Formula, s.Expected.Trajectory, s.Expected.Step, windowK(s), windowDelta(s), s.Expected.Window)
 	if s.WithoutLogprobs > 0 {
-		fmt.Fprintf(c.App.Writer, "  %d items have no recorded log-probabilities (imported logs)\n", s.WithoutLogprobs)
+		fmt.Fprintf(c.App.Writer, "  %d items have no recorded log-probabilities (steps of scripted policies or imported logs)\n", s.WithoutLogprobs)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/cualake/cualake/pipeline/segment"
 	"github.com/cualake/cualake/pipeline/tokenizer"
 	"github.com/cualake/cualake/schemas"
+	"github.com/cualake/cualake/trainer"
 	"github.com/cualake/cualake/trainer/agent"
 	"github.com/cualake/cualake/trainer/causal"
 	"github.com/cualake/cualake/trainer/policy"
@@ -82,6 +83,9 @@ Example:
 		b, err := lake.Blob(c.Context, l, m, ck.Blob)
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint v%d: %w", ck.Version, err)
+		}
+		if err := trainer.SetThreads(stage.Threads); err != nil {
+			return nil, err
 		}
 		if causal.IsCheckpoint(b.Bytes) {
 			model, err := causal.Load(b.Bytes, gotch.CPU)

@@ -2,24 +2,29 @@
 #include <c10/core/CPUAllocator.h>
 
 #include <cstdlib>
+#include <iterator>
+#include <map>
 #include <mutex>
 #include <new>
 #include <unordered_map>
-#include <vector>
 
 namespace {
 
-// Blocks below kMinCached go to malloc as libtorch's default allocator does;
-// larger ones are rounded up to an eighth of their power of two and kept on
-// a free list of their size when released, up to kMaxCached bytes in all.
+// Blocks below kMinCached go to malloc as libtorch's default allocator does.
+// Larger ones are rounded up to an eighth of their power of two and, when
+// released, kept in a size-ordered pool: a request takes the smallest pooled
+// block that fits and wastes at most half of it (activations change size
+// with every stream's length, so exact-size lists would rarely match). The
+// pool holds at most max_cached bytes; past that the largest blocks are
+// given back to the system first.
 constexpr size_t kMinCached = 64 << 10;
 constexpr size_t kAlign = 64;
-size_t max_cached = size_t(4) << 30;
+size_t max_cached = size_t(2) << 30;
 
 std::mutex mu;
-std::unordered_map<size_t, std::vector<void*>> free_lists;
-std::unordered_map<void*, size_t> sizes;
-size_t cached = 0;
+std::multimap<size_t, void*> pool;           // free blocks by size
+std::unordered_map<void*, size_t> sizes;     // every cached-size block, in use or pooled
+size_t cached = 0;                            // bytes in the pool
 
 size_t round_up(size_t n) {
   if (n < kMinCached) return n;
@@ -37,14 +42,15 @@ void release(void* ptr) {
     std::free(ptr);
     return;
   }
-  size_t n = it->second;
-  if (cached + n > max_cached) {
-    sizes.erase(it);
-    std::free(ptr);
-    return;
+  pool.emplace(it->second, ptr);
+  cached += it->second;
+  while (cached > max_cached && !pool.empty()) {
+    auto big = std::prev(pool.end());
+    cached -= big->first;
+    sizes.erase(big->second);
+    std::free(big->second);
+    pool.erase(big);
   }
-  free_lists[n].push_back(ptr);
-  cached += n;
 }
 
 struct CachingAllocator final : c10::Allocator {
@@ -53,11 +59,11 @@ struct CachingAllocator final : c10::Allocator {
     size_t n = round_up(nbytes == 0 ? 1 : nbytes);
     if (n >= kMinCached) {
       std::lock_guard<std::mutex> g(mu);
-      auto it = free_lists.find(n);
-      if (it != free_lists.end() && !it->second.empty()) {
-        p = it->second.back();
-        it->second.pop_back();
-        cached -= n;
+      auto it = pool.lower_bound(n);
+      if (it != pool.end() && it->first <= 2 * n) {
+        p = it->second;
+        cached -= it->first;
+        pool.erase(it);
       }
     }
     if (p == nullptr) {

@@ -14,8 +14,10 @@ import "C"
 // reused one 1 ms, and a 2,048-token forward and backward pass of the causal
 // policy took 5.4 s. So the package installs, before any tensor exists, a
 // caching CPU allocator (alloc.cpp): blocks of 64 KiB and more are rounded
-// up to an eighth of their power of two and kept on per-size free lists
-// when released (at most 4 GiB in all), the next step reuses them. Small
+// up to an eighth of their power of two and kept, when released, in a size-ordered
+// pool (at most 2 GiB, the largest evicted first); a request takes the
+// smallest pooled block that fits within twice its size, so the next step,
+// or the next stream of another length, reuses them. Small
 // blocks go to malloc as before. The process therefore keeps up to that much
 // freed memory until it exits; results do not change (libtorch never reads
 // memory it has not written).
