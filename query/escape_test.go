@@ -2,8 +2,6 @@ package query_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cualake/cualake/internal/treehash"
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/query"
 	"github.com/cualake/cualake/query/notebook"
@@ -121,23 +120,11 @@ func fixtureLake(t *testing.T) (*lake.Lake, string, *lake.Manifest) {
 // its sha256, and the main ref.
 func lakeState(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	state := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(b)
-		state[p] = hex.EncodeToString(sum[:])
-		return nil
-	})
+	h, err := treehash.Of(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return state
+	return h
 }
 
 func folderFiles(t *testing.T, dir string) []string {

@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"io/fs"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cualake/cualake/internal/treehash"
 	"github.com/cualake/cualake/pipeline/outfile"
 )
 
@@ -18,24 +18,16 @@ func oneRow() *Result {
 }
 
 // lakeHashes maps every file of the lake folder to its hash.
-func lakeHashes(t *testing.T, dir string) map[string][32]byte {
+func lakeHashes(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	out := map[string][32]byte{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		out[p] = sha256.Sum256(b)
-		return err
-	})
+	h, err := treehash.Of(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return h
 }
 
-func sameHashes(a, b map[string][32]byte) bool {
+func sameHashes(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false
 	}

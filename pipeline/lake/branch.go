@@ -36,12 +36,7 @@ func (l *Lake) CreateBranch(ctx context.Context, name, from string) (string, err
 	if err := ValidateRefName(name); err != nil {
 		return "", fmt.Errorf("branch create: %w", err)
 	}
-	if err := l.checkRefPath(ctx, headsDir, name); err != nil {
-		return "", fmt.Errorf("branch create %s: %w", name, err)
-	}
-	if cur, err := l.readRef(ctx, tagsDir+name); err == nil {
-		return "", fmt.Errorf("branch create %s: a tag of that name exists (at %s); a name is a branch or a tag, never both: %w", name, short(cur), ErrExist)
-	} else if !errors.Is(err, ErrNotExist) {
+	if err := l.claimable(ctx, headsDir, tagsDir, "tag", name); err != nil {
 		return "", fmt.Errorf("branch create %s: %w", name, err)
 	}
 	id, err := l.Resolve(ctx, from)

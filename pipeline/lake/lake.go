@@ -253,18 +253,29 @@ func (l *Lake) Log(ctx context.Context, ref string, limit int) ([]*Manifest, err
 	return out, nil
 }
 
+// claimable checks that a valid name may become a ref under dir: it clashes
+// with no folder of refs there (checkRefPath), and the other kind of ref
+// (under otherDir) does not hold it, since a name is a branch or a tag,
+// never both.
+func (l *Lake) claimable(ctx context.Context, dir, otherDir, otherKind, name string) error {
+	if err := l.checkRefPath(ctx, dir, name); err != nil {
+		return err
+	}
+	if cur, err := l.readRef(ctx, otherDir+name); err == nil {
+		return fmt.Errorf("a %s of that name exists (at %s); a name is a branch or a tag, never both: %w", otherKind, short(cur), ErrExist)
+	} else if !errors.Is(err, ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 // Tag points name at a snapshot. Tags are immutable: re-tagging the same
 // snapshot is a no-op, moving a tag is an error.
 func (l *Lake) Tag(ctx context.Context, name, ref string) (string, error) {
 	if err := ValidateRefName(name); err != nil {
 		return "", fmt.Errorf("tag: %w", err)
 	}
-	if err := l.checkRefPath(ctx, tagsDir, name); err != nil {
-		return "", fmt.Errorf("tag %s: %w", name, err)
-	}
-	if cur, err := l.readRef(ctx, headsDir+name); err == nil {
-		return "", fmt.Errorf("tag %s: a branch of that name exists (at %s); a name is a branch or a tag, never both: %w", name, short(cur), ErrExist)
-	} else if !errors.Is(err, ErrNotExist) {
+	if err := l.claimable(ctx, tagsDir, headsDir, "branch", name); err != nil {
 		return "", fmt.Errorf("tag %s: %w", name, err)
 	}
 	id, err := l.Resolve(ctx, ref)

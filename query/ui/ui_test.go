@@ -2,18 +2,15 @@ package ui
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cualake/cualake/internal/treehash"
 	"github.com/cualake/cualake/notebooks"
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/query/view"
@@ -54,23 +51,11 @@ func newServer(t *testing.T, f *viewtest.Fixture, o Options) *httptest.Server {
 // hashTree maps every file under dir to its sha256.
 func hashTree(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		s := sha256.Sum256(b)
-		out[p] = hex.EncodeToString(s[:])
-		return nil
-	})
+	h, err := treehash.Of(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return h
 }
 
 func sameTree(t *testing.T, before, after map[string]string) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -552,16 +551,7 @@ func runCausalGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params
 		if err != nil {
 			return nil, fmt.Errorf("train grpo step %d: %w", step, err)
 		}
-		mean, std := meanStd(advs)
-		from := "rollout"
-		if gm.RecomputedOldLogp > 0 {
-			from = "recomputed"
-		}
-		out.Metrics = append(out.Metrics, schemas.TrainMetric{Version: version, Step: int32(step), Objective: "grpo", Advantage: p.Advantage,
-			Loss: finite(gm.Loss), PolicyLoss: finite(gm.PolicyLoss), KL: finite(gm.KL), Entropy: finite(gm.Entropy),
-			ClipFraction: math.Min(1, gm.ClipFracLow+gm.ClipFracHigh), ClipLow: gm.ClipFracLow, ClipHigh: gm.ClipFracHigh,
-			GradNorm: finite(gm.GradNorm), AdvantageMean: mean, AdvantageStd: std, Tokens: int64(gm.Tokens), Items: int32(len(mb)),
-			OldLogprobFrom: from})
+		out.Metrics = append(out.Metrics, grpoMetric(version, step, p.Advantage, gm, advs, len(mb)))
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

@@ -429,16 +429,7 @@ func runGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params, prev
 		if err != nil {
 			return nil, fmt.Errorf("train grpo step %d: %w", step, err)
 		}
-		mean, std := meanStd(advs)
-		from := "rollout"
-		if gm.RecomputedOldLogp > 0 {
-			from = "recomputed"
-		}
-		out.Metrics = append(out.Metrics, schemas.TrainMetric{Version: version, Step: int32(step), Objective: "grpo", Advantage: p.Advantage,
-			Loss: finite(gm.Loss), PolicyLoss: finite(gm.PolicyLoss), KL: finite(gm.KL), Entropy: finite(gm.Entropy),
-			ClipFraction: math.Min(1, gm.ClipFracLow+gm.ClipFracHigh), ClipLow: gm.ClipFracLow, ClipHigh: gm.ClipFracHigh,
-			GradNorm: finite(gm.GradNorm), AdvantageMean: mean, AdvantageStd: std, Tokens: int64(gm.Tokens), Items: int32(len(batch)),
-			OldLogprobFrom: from})
+		out.Metrics = append(out.Metrics, grpoMetric(version, step, p.Advantage, gm, advs, len(batch)))
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -495,4 +486,19 @@ func seal(out *Output, data []byte, mime string, version, parent int32, objectiv
 	out.Checkpoint = schemas.Checkpoint{Version: version, ParentVersion: parent, Objective: objective, Params: string(params),
 		Blob: hash, Bytes: int64(len(data)), Iteration: iteration, Device: p.Device}
 	return out
+}
+
+// grpoMetric is the train_metrics row of one GRPO optimiser step, for
+// either policy: the step's loss statistics and its advantages' spread.
+func grpoMetric(version int32, step int, adv string, gm trainer.GRPOMetrics, advs []float64, items int) schemas.TrainMetric {
+	mean, std := meanStd(advs)
+	from := "rollout"
+	if gm.RecomputedOldLogp > 0 {
+		from = "recomputed"
+	}
+	return schemas.TrainMetric{Version: version, Step: int32(step), Objective: "grpo", Advantage: adv,
+		Loss: finite(gm.Loss), PolicyLoss: finite(gm.PolicyLoss), KL: finite(gm.KL), Entropy: finite(gm.Entropy),
+		ClipFraction: math.Min(1, gm.ClipFracLow+gm.ClipFracHigh), ClipLow: gm.ClipFracLow, ClipHigh: gm.ClipFracHigh,
+		GradNorm: finite(gm.GradNorm), AdvantageMean: mean, AdvantageStd: std, Tokens: int64(gm.Tokens), Items: int32(items),
+		OldLogprobFrom: from}
 }

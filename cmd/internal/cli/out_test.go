@@ -1,33 +1,26 @@
 package cli
 
 import (
-	"crypto/sha256"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cualake/cualake/internal/treehash"
 )
 
 // folderHashes maps every file under dir to its hash.
-func folderHashes(t *testing.T, dir string) map[string][32]byte {
+func folderHashes(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	out := map[string][32]byte{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		out[p] = sha256.Sum256(b)
-		return err
-	})
+	h, err := treehash.Of(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return h
 }
 
-func sameFolder(t *testing.T, before map[string][32]byte, dir string) bool {
+func sameFolder(t *testing.T, before map[string]string, dir string) bool {
 	t.Helper()
 	after := folderHashes(t, dir)
 	if len(after) != len(before) {
