@@ -137,7 +137,7 @@ func Main(app *cli.App) {
 			os.Exit(ExitFailure)
 		}
 	}()
-	err := app.RunContext(context.Background(), os.Args)
+	err := app.RunContext(context.Background(), Interspersed(app, os.Args))
 	if err == nil {
 		return
 	}

@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Interspersed returns args with the flags that follow a command's
+// positional arguments moved before them, so that
+// `cualake lake branch create exp/a --from 3f2a9c` means what it says:
+// urfave/cli stops reading flags at the first positional argument and would
+// otherwise see "--from" as a second NAME. Only the leaf command's own flags
+// move (an exact `--name` or `--name=value`, with its value when it takes
+// one); anything else keeps its place, "--" ends flag reading as usual, and
+// a positional that merely starts with a dash (an SQL comment, "-1") stays
+// positional.
+func Interspersed(app *cli.App, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	cmds, i := app.Commands, 1
+	var leaf *cli.Command
+	for i < len(args) {
+		c := subcommand(cmds, args[i])
+		if c == nil {
+			break
+		}
+		leaf, cmds = c, c.Subcommands
+		i++
+	}
+	flags := app.Flags
+	if leaf != nil {
+		flags = leaf.Flags
+	}
+	takesValue := map[string]bool{}
+	for _, f := range flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	var moved, positional []string
+	for j := i; j < len(args); j++ {
+		a := args[j]
+		if a == "--" {
+			positional = append(positional, args[j:]...)
+			break
+		}
+		name, hasValue := flagName(a)
+		value, known := takesValue[name]
+		if !known {
+			positional = append(positional, a)
+			continue
+		}
+		moved = append(moved, a)
+		if value && !hasValue && j+1 < len(args) {
+			moved = append(moved, args[j+1])
+			j++
+		}
+	}
+	if len(positional) == 0 {
+		return args
+	}
+	out := append([]string{}, args[:i]...)
+	out = append(out, moved...)
+	return append(out, positional...)
+}
+
+// flagName is the name of a flag argument ("--from=x" -> "from", true) or
+// "" when a is not shaped like one.
+func flagName(a string) (name string, hasValue bool) {
+	if !strings.HasPrefix(a, "-") || a == "-" {
+		return "", false
+	}
+	a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+	if k := strings.IndexByte(a, '='); k >= 0 {
+		return a[:k], true
+	}
+	return a, false
+}
+
+func subcommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
+}

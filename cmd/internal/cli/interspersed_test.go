@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestInterspersedFlags: flags after a positional argument are read as
+// flags (the documented `lake branch create NAME --from SNAPSHOT` works),
+// values go with their flag, and "--", unknown dashes and SQL comments stay
+// positional.
+func TestInterspersedFlags(t *testing.T) {
+	app := App()
+	cases := []struct{ in, want []string }{
+		{[]string{"cualake", "lake", "branch", "create", "exp/a", "--from", "3f2a", "--lake", "L"},
+			[]string{"cualake", "lake", "branch", "create", "--from", "3f2a", "--lake", "L", "exp/a"}},
+		{[]string{"cualake", "query", "select 1", "--json", "--lake=L"},
+			[]string{"cualake", "query", "--json", "--lake=L", "select 1"}},
+		{[]string{"cualake", "query", "--lake", "L", "-- a comment\nselect 1"},
+			[]string{"cualake", "query", "--lake", "L", "-- a comment\nselect 1"}},
+		{[]string{"cualake", "query", "x", "--", "--json"},
+			[]string{"cualake", "query", "x", "--", "--json"}},
+		{[]string{"cualake", "query", "x", "--nosuchflag"},
+			[]string{"cualake", "query", "x", "--nosuchflag"}},
+	}
+	for _, c := range cases {
+		if got := Interspersed(app, c.in); !slices.Equal(got, c.want) {
+			t.Errorf("%q:\n got %q\nwant %q", c.in, got, c.want)
+		}
+	}
+	base := commitFixture(t, initLake(t), 2)
+	if out, err := run(t, "lake", "branch", "create", "exp/a", "--from", base, "--json"); err != nil {
+		t.Fatalf("branch create NAME --lake: %v\n%s", err, out)
+	}
+	out, err := run(t, "lake", "branch", "list")
+	if err != nil || !strings.Contains(out, "exp/a") {
+		t.Fatalf("branch list: %v\n%s", err, out)
+	}
+}
