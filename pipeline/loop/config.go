@@ -24,7 +24,8 @@ type Config struct {
 	// small configs for tests and smoke runs.
 	LimitTasks int `yaml:"limit_tasks" json:"limit_tasks"`
 	// Policy is the model: encdec (trainer/policy, the default: featurized
-	// step items from the steps table, rollouts without screenshots) or
+	// step items from the steps table; it reads the accessibility tree, not
+	// the screenshots its rollouts record) or
 	// causal (trainer/causal: rollouts render screenshots, record their
 	// prompt ids, and every stage after rollout reads the segments rows;
 	// examples/pipeline-causal.yaml).
@@ -58,6 +59,11 @@ type Config struct {
 	Rollout struct {
 		N        int `yaml:"n" json:"n"` // group size
 		MaxTurns int `yaml:"max_turns" json:"max_turns"`
+		// TreeOnly skips screenshots (the encoder-decoder reads the
+		// accessibility tree only, so it learns the same; about 50x faster
+		// steps, but segments, exports and viewer pages then have no
+		// pixels). Off by default: the demo lake shows what was on screen.
+		TreeOnly bool `yaml:"tree_only" json:"tree_only"`
 	} `yaml:"rollout" json:"rollout"`
 
 	Segment struct {
@@ -141,6 +147,7 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("policy is %q, want encdec or causal", c.Policy))
 	}
+	check(!(c.Policy == "causal" && c.Rollout.TreeOnly), "rollout.tree_only with policy causal: the causal policy reads screenshots")
 	check(c.Warmstart.Batch >= 0, "warmstart.batch is %d, want >= 0", c.Warmstart.Batch)
 	switch c.Train.Advantage {
 	case "grpo", "stepo", "naive":

@@ -3,6 +3,7 @@ package loop
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -89,5 +90,48 @@ func TestCausalPlan(t *testing.T) {
 	c.Policy = "lstm"
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "lstm") {
 		t.Fatalf("unknown policy: %v", err)
+	}
+}
+
+// TestTreeOnlyIsOptIn: the default loop renders screenshots in every
+// rollout, so its segments, exports and viewer pages have pixels;
+// rollout.tree_only drops them for the encoder-decoder and is refused for
+// the causal policy, which reads them.
+func TestTreeOnlyIsOptIn(t *testing.T) {
+	count := func(c Config) (rollouts, treeOnly int) {
+		for _, s := range Plan(c) {
+			if s.Command[0] == "rollout" {
+				rollouts++
+				if strings.Contains(strings.Join(s.Flags, " "), "--tree-only") {
+					treeOnly++
+				}
+			}
+		}
+		return
+	}
+	c := Default()
+	c.Iterations = 1
+	if r, n := count(c); r == 0 || n != 0 {
+		t.Fatalf("default plan: %d of %d rollouts are tree-only", n, r)
+	}
+	c.Rollout.TreeOnly = true
+	if r, n := count(c); n != r {
+		t.Fatalf("tree_only: %d of %d rollouts are tree-only", n, r)
+	}
+	c.Policy = "causal"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "rollout.tree_only") {
+		t.Fatalf("causal + tree_only must be refused naming the key: %v", err)
+	}
+}
+
+// TestExampleIsTheDefault: examples/pipeline.yaml says it is the defaults
+// with every key written out; it must stay so.
+func TestExampleIsTheDefault(t *testing.T) {
+	c, err := Load(filepath.Join("..", "..", "examples", "pipeline.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c, Default()) {
+		t.Fatalf("examples/pipeline.yaml differs from Default():\n%+v\n%+v", c, Default())
 	}
 }

@@ -43,10 +43,13 @@ func Plan(c Config) []Step {
 	// first step (TestTimeLeftWithin30Percent).
 	pool := 250.0 // training tasks after synthesis, roughly
 	causal := c.Policy == "causal"
-	// The encoder-decoder reads accessibility trees only; the causal policy
-	// reads screenshots and acts in a managed context (as segment rebuilds
-	// it: window, K, Delta).
-	view := []string{"--tree-only"}
+	// Rollouts render screenshots unless rollout.tree_only (encoder-decoder
+	// only: it reads accessibility trees); the causal policy reads them and
+	// acts in a managed context (as segment rebuilds it: window, K, Delta).
+	var view []string
+	if c.Rollout.TreeOnly {
+		view = []string{"--tree-only"}
+	}
 	if causal {
 		view = []string{"--context", c.Segment.Mode, "--k", itoa(c.Segment.K), "--delta", itoa(c.Segment.Delta)}
 	}
@@ -64,7 +67,7 @@ func Plan(c Config) []Step {
 	}
 	demoFlags := []string{"--policy", "oracle", "--source", "warmstart", "--split", "train", "--n", itoa(c.Warmstart.Demos),
 		"--max-turns", itoa(c.Warmstart.MaxTurns), "--seed", seedOf(c, 2), "--workers", w}
-	if !causal {
+	if c.Rollout.TreeOnly {
 		demoFlags = append(demoFlags, "--tree-only")
 	}
 	add("warm-demos", "warm start: oracle demonstrations", 0.009*pool*float64(c.Warmstart.Demos), -1, []string{"rollout"}, demoFlags...)

@@ -370,6 +370,7 @@ func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params,
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		p.stepDone(step)
 	}
 	out.TrainSeconds = time.Since(t0).Seconds()
 	return finishCausal(model, out, version, parent, "sft", p, -1)
@@ -555,6 +556,7 @@ func runCausalGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		p.stepDone(step)
 	}
 	out.TrainSeconds = time.Since(t0).Seconds()
 	return finishCausal(model, out, version, parent, "grpo", p, newest)
