@@ -10,13 +10,18 @@ LAKE ?= ./data/lake
 setup:
 	@scripts/setup.sh
 
+# bin/cualake is built without libtorch (-tags notorch) and hands the commands
+# that load a model (cmd/internal/cli/torch.go: torchCommands) to
+# bin/cualake-torch, the same commands with libtorch, so the others start fast.
 build: setup
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/cualake ./cmd/cualake
+	$(GO) build -tags notorch -o $(BIN)/cualake ./cmd/cualake
+	$(GO) build -o $(BIN)/cualake-torch ./cmd/cualake
 	@for s in $(STAGES); do ln -f $(BIN)/cualake $(BIN)/$$s || exit 1; done  # one binary; it runs the stage it is named after
 
 test: build
 	$(GO) vet ./...
+	$(GO) vet -tags notorch ./cmd/...
 	$(GO) test -timeout 60m ./...
 
 bench: build
