@@ -22,7 +22,7 @@ if [ ! -f "$lake/.built" ]; then
   CUALAKE_LAKE=$lake "$bin/cualake" lake init >/dev/null
   CUALAKE_LAKE=$lake "$bin/cualake" import osworld-tasks ../shared/data/osworld >/dev/null
   CUALAKE_LAKE=$lake "$bin/cualake" simdesk pool >/dev/null
-  CUALAKE_LAKE=$lake "$bin/cualake" rollout --policy random --n 4 --limit-tasks 50 --tree-only --workers 1 >/dev/null
+  CUALAKE_LAKE=$lake "$bin/cualake" rollout --policy random --n 4 --limit-tasks 50 --split train --tree-only --skip-unsupported --workers 1 >/dev/null 2>&1
   touch "$lake/.built"
 fi
 export CUALAKE_LAKE=$lake
