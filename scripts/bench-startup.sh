@@ -55,4 +55,12 @@ for r in $(seq "$reps"); do
     echo -e "${c%%|*}\t$wall\t$(echo "$user + $sys" | bc)\t$rss" >> "$tsv"
   done
 done
+# What the torch-free binary's RSS is made of, at main.main (after every
+# package's init, before the command): anonymous memory against the
+# binary's file pages mapped in.
+if command -v gdb >/dev/null; then
+  gdb -q -batch -ex 'break main.main' -ex 'run --help >/dev/null' \
+    -ex 'python print(open("/proc/%d/smaps_rollup" % gdb.selected_inferior().pid).read())' -ex kill "$bin/cualake" 2>/dev/null \
+    | grep -E '^(Rss|Anonymous|FilePmdMapped):' > "$out/smaps.txt" || true
+fi
 echo "bench-startup: $tsv"
