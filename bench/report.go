@@ -296,7 +296,7 @@ func startupSection(b *strings.Builder, path, smaps string) {
 			"of which %.1f MiB anonymous (heap, stacks) and the rest the binary's own pages (DuckDB, Arrow and every pipeline package "+
 			"are linked in; %.1f MiB of them mapped as 2 MiB huge pages, so one touched byte counts 2 MiB). Those pages are "+
 			"shared page cache, not memory the process allocates, and how many map as huge pages depends on how the kernel "+
-			"cached the file: the same binary measured 58 to 62 MiB across builds here. A binary without DuckDB for the commands "+
+			"cached the file: the same binary measured 51 to 62 MiB across builds and runs here. A binary without DuckDB for the commands "+
 			"that need none would map fewer of them; that split is not made.\n", kb["Rss"]/1024, kb["Anonymous"]/1024, kb["FilePmdMapped"]/1024)
 	}
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark of the project, the baselines measured in the same
 # run (Python Algorithm 2, PyTorch's policy, plain DuckDB), and prints one
-# table, also written to bench/results.md.
+# table, also written to bench/results.md ($BENCH_RESULTS; the raw outputs
+# go to bench/out, $BENCH_OUT). BENCH_QUICK=1 runs each measurement once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${BENCH_OUT:-bench/out}
