@@ -5,22 +5,40 @@ BIN := ./bin
 STAGES := synthesize rollout segment sample train audit
 LAKE ?= ./data/lake
 
-.PHONY: setup build test bench demo fmt vet clean
+.PHONY: setup build test bench bench-startup bench-check demo fmt vet clean
 
 setup:
 	@scripts/setup.sh
 
+# bin/cualake is built without libtorch (-tags notorch) and hands the commands
+# that load a model (cmd/internal/cli/torch.go: torchCommands) to
+# bin/cualake-torch, the same commands with libtorch, so the others start fast.
 build: setup
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/cualake ./cmd/cualake
+	$(GO) build -tags notorch -o $(BIN)/cualake ./cmd/cualake
+	$(GO) build -o $(BIN)/cualake-torch ./cmd/cualake
 	@for s in $(STAGES); do ln -f $(BIN)/cualake $(BIN)/$$s || exit 1; done  # one binary; it runs the stage it is named after
 
 test: build
 	$(GO) vet ./...
+	$(GO) vet -tags notorch ./cmd/...
 	$(GO) test -timeout 60m ./...
 
 bench: build
 	@scripts/bench.sh
+
+# start-up of whole processes alone (a few minutes): bench/startup.md
+bench-startup: build
+	@mkdir -p bench/out/startup
+	@scripts/bench-machine.sh > bench/out/startup/machine.txt
+	@scripts/bench-startup.sh bench/out/startup 5
+	@go run bench/report.go bench/out/startup bench/startup.md
+
+# a quick run (each measurement once) against the committed table: prints the
+# rows that moved by more than 2x. For people, not a CI gate.
+bench-check: build
+	@BENCH_QUICK=1 BENCH_OUT=bench/out-quick BENCH_RESULTS=bench/out-quick/results.md scripts/bench.sh > bench/out-quick.log 2>&1 || { tail -20 bench/out-quick.log; exit 1; }
+	@go run bench/check.go bench/results.md bench/out-quick/results.md
 
 demo: build
 	$(BIN)/cualake run --lake $(LAKE)

@@ -169,3 +169,34 @@ func TestDiffAndExport(t *testing.T) {
 		t.Fatalf("reading the bundle: n=%d err=%v", n, err)
 	}
 }
+
+// TestParserOnlyForRefusals: a text json_serialize_sql takes as one SELECT
+// runs without the statement parser's own DuckDB database (the fixed cost
+// of every query process); the first text that is not opens it, and is
+// refused as it always was.
+func TestParserOnlyForRefusals(t *testing.T) {
+	ctx := context.Background()
+	l, _, m := fixture(t, 3)
+	e, err := Open(ctx, l, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, q := range []string{"select count(*) from tasks", "EXPLAIN select domain from tasks", "with x as (select 1 as a) select a from x"} {
+		if _, err := e.Query(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if e.parser != nil {
+		t.Fatal("the statement parser was opened for single SELECTs")
+	}
+	if _, err := e.Query(ctx, "select 1; select 2"); !errors.Is(err, ErrMultipleStatements) {
+		t.Fatalf("two selects: %v, want ErrMultipleStatements", err)
+	}
+	if e.parser == nil {
+		t.Fatal("a refused text did not go through the statement parser")
+	}
+	if _, err := e.Query(ctx, "select 1; drop view tasks"); !errors.Is(err, ErrMultipleStatements) {
+		t.Fatalf("select then drop: %v, want ErrMultipleStatements", err)
+	}
+}

@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # Runs every benchmark of the project, the baselines measured in the same
 # run (Python Algorithm 2, PyTorch's policy, plain DuckDB), and prints one
-# table, also written to bench/results.md.
+# table, also written to bench/results.md ($BENCH_RESULTS; the raw outputs
+# go to bench/out, $BENCH_OUT). BENCH_QUICK=1 runs each measurement once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=bench/out
+out=${BENCH_OUT:-bench/out}
+results=${BENCH_RESULTS:-bench/results.md}
 mkdir -p "$out"
+# BENCH_QUICK=1: every measurement once (CI smoke); the default repeats the
+# paired ones (scripts/bench-startup.sh) 5 times, interleaved.
+reps=5; causalReps=7
+[ "${BENCH_QUICK:-0}" = 1 ] && reps=1 && causalReps=1
+scripts/bench-machine.sh > "$out/machine.txt"   # before anything of ours loads the machine
 echo "bench: Go benchmarks (this takes several minutes)"
 CUALAKE_ALG2_JSONL=$PWD/$out/alg2.jsonl go test -run '^$' -bench . -benchtime 1x -benchmem -timeout 60m \
   ./pipeline/... ./query/... ./trainer/ 2>&1 | tee "$out/go.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
 echo "bench: causal policy forward+backward (7 repetitions, median)"
-go test -run '^$' -bench CausalForwardBackward -benchtime 7x -timeout 30m ./trainer/causal/ 2>&1 | tee -a "$out/go.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
+go test -run '^$' -bench CausalForwardBackward -benchtime ${causalReps}x -timeout 30m ./trainer/causal/ 2>&1 | tee -a "$out/go.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
 echo "bench: Python Algorithm 2 baseline"
 python3 bench/segment_alg2.py "$out/alg2.jsonl" --mode window > "$out/alg2-window.json"
 echo "bench: PyTorch policy baseline (Debian's python3-torch)"
@@ -18,16 +25,18 @@ threads=$(sed -n 's/^BenchmarkPolicyForwardBackward.* \([0-9]*\)[.0-9]* threads.
 # Debian's interpreter: python3-torch is installed for it, not for others on PATH.
 py=python3; [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 "$py" trainer/bench/policy_torch.py --threads "${threads:-1}" > "$out/torch.json" || echo '{}' > "$out/torch.json"
-"$py" trainer/bench/causal_torch.py --threads 1 --reps 7 > "$out/causal-torch.json" || echo '{}' > "$out/causal-torch.json"
+"$py" trainer/bench/causal_torch.py --threads 1 --reps $causalReps > "$out/causal-torch.json" || echo '{}' > "$out/causal-torch.json"
 # the same under jemalloc without purging (PyTorch's default CPU allocator
 # refaults every activation's pages; see trainer/internal/tx/alloc.go)
 jem=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 if [ -f "$jem" ]; then
-  MALLOC_CONF="dirty_decay_ms:-1,muzzy_decay_ms:-1" LD_PRELOAD=$jem "$py" trainer/bench/causal_torch.py --threads 1 --reps 7 \
+  MALLOC_CONF="dirty_decay_ms:-1,muzzy_decay_ms:-1" LD_PRELOAD=$jem "$py" trainer/bench/causal_torch.py --threads 1 --reps $causalReps \
     > "$out/causal-torch-jemalloc.json" || echo '{}' > "$out/causal-torch-jemalloc.json"
 fi
-if [ "${CUALAKE_BENCH_SEGMENTS:-1}" = 1 ]; then
+if [ "${CUALAKE_BENCH_SEGMENTS:-1}" = 1 ] && [ "${BENCH_QUICK:-0}" != 1 ]; then
   echo "bench: training time per segment mode (ScaleCUA Fig. 6(b), Fig. 5; builds a lake once, ~1 hour on 2 cores)"
   scripts/bench-segments.sh > "$out/segments.log" 2>&1 || echo "bench-segments failed: see $out/segments.log"
 fi
-go run bench/report.go "$out" bench/results.md
+echo "bench: start-up of whole processes, against plain DuckDB ($reps runs interleaved)"
+scripts/bench-startup.sh "$out" "$reps"
+go run bench/report.go "$out" "$results"

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 
@@ -101,6 +102,9 @@ func lakeOptions(c *cli.Context) (lake.OpenOptions, error) {
 func App() *cli.App {
 	sort.SliceStable(commands, func(a, b int) bool { return commands[a].Name < commands[b].Name })
 	withStorageFlags(commands)
+	if handOff != nil {
+		routed.Do(func() { routeTorch(commands, handOff) })
+	}
 	return &cli.App{
 		Name:  "cualake",
 		Usage: "a data lake toolkit for online RL of computer-use agents",
@@ -115,6 +119,9 @@ Example:
 		ExitErrHandler:       func(*cli.Context, error) {},
 	}
 }
+
+// routed applies routeTorch to commands once, however often App is built.
+var routed sync.Once
 
 // StageApp is a thin binary running one stage command, e.g. `segment`.
 func StageApp(name string) *cli.App {
@@ -137,6 +144,7 @@ func Main(app *cli.App) {
 			os.Exit(ExitFailure)
 		}
 	}()
+	mainApp, mainArgs = app, os.Args
 	err := app.RunContext(context.Background(), Interspersed(app, os.Args))
 	if err == nil {
 		return
