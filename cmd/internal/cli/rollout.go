@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/progress"
 	"github.com/cualake/cualake/pipeline/rollout"
+	"github.com/cualake/cualake/pipeline/sample"
 	"github.com/cualake/cualake/pipeline/segment"
 	"github.com/cualake/cualake/pipeline/shard"
 	"github.com/cualake/cualake/schemas"
@@ -56,6 +58,7 @@ lacks) fail the run, each named with what blocks it, unless --skip-unsupported l
 			&cli.IntFlag{Name: "window", Value: segment.DefaultWindow, Usage: "causal checkpoint, step context: previous turns kept in full"},
 			&cli.StringFlag{Name: "env", Value: rollout.EnvSim, Usage: "sim (the embedded simulator) or osworld (an OSWorld desktop server: a VM, or cualake simdesk serve; one episode at a time)"},
 			&cli.StringFlag{Name: "osworld-url", Usage: "--env osworld: the desktop server's URL, e.g. http://192.168.1.5:5000"},
+			&cli.BoolFlag{Name: "recalibrate", Usage: "roll out the tasks the pass rates hold out of the pool (source calibration, the newest rolled-out iteration): the next sample lets those inside [p_min, p_max] back in"},
 			&cli.BoolFlag{Name: "skip-unsupported", Usage: "leave out (and list on stderr) the tasks the environment cannot run, instead of failing before any episode"},
 		},
 		Action: runRollout,
@@ -126,6 +129,22 @@ func runRollout(c *cli.Context) error {
 	if s := c.String("tasks"); s != "" {
 		ids = strings.Split(s, ",")
 	}
+	if c.Bool("recalibrate") {
+		if plan.FromBatch {
+			return fmt.Errorf("rollout --recalibrate: iteration %d's batch is not rolled out yet: recalibrate after its rollout", plan.Iteration)
+		}
+		if in == nil || plan.Iteration == 0 {
+			return fmt.Errorf("rollout --recalibrate: no rolled-out iteration yet (run the initial pass first)")
+		}
+		if ids, err = recalibrationTasks(ctx, l, in); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			fmt.Fprintf(c.App.Writer, "rollout --recalibrate: every rated feasible task is in the pool; nothing to do\n")
+			return nil
+		}
+		plan.Iteration--
+	}
 	if split := c.String("split"); split != "" {
 		plan.Tasks = rollout.FilterSplit(plan.Tasks, split)
 	}
@@ -186,6 +205,9 @@ func runRollout(c *cli.Context) error {
 	}
 	if it := c.Int("iteration"); it >= 0 {
 		p.Iteration = int32(it)
+	}
+	if c.Bool("recalibrate") {
+		p.Source = sample.SourceCalibration
 	}
 	// Every table goes through shard.Output, sharded or not, so that a merge
 	// of fragments writes exactly the files an unsharded run writes.
@@ -257,6 +279,9 @@ func runRollout(c *cli.Context) error {
 	}
 	out.Summary = sum
 	extra := map[string]any{"policy_version": f.Version(), "tasks": selected, "from_batch": plan.FromBatch, "pool": plan.PoolFrom, "reward": reward}
+	if len(plan.Replayed) > 0 {
+		extra["adapr_replayed"] = plan.Replayed // trained from their buffered groups, not rolled out
+	}
 	if cf, ok := f.(interface{ Context() segment.Params }); ok {
 		// what `segment` must be run with to rebuild the contexts exactly
 		cp := cf.Context()
@@ -281,4 +306,21 @@ func runRollout(c *cli.Context) error {
 		fmt.Fprintf(c.App.ErrWriter, "episodes that ended in error (first %d):\n  %s\n", len(sum.Errors), strings.Join(sum.Errors, "\n  "))
 	}
 	return nil
+}
+
+// recalibrationTasks lists the rated feasible tasks the snapshot's pass
+// rates hold out of the pool.
+func recalibrationTasks(ctx context.Context, l *lake.Lake, m *lake.Manifest) ([]string, error) {
+	history, err := lake.ReadTable(ctx, l, m, schemas.PassRates)
+	if err != nil {
+		return nil, err
+	}
+	if len(history) == 0 {
+		return nil, fmt.Errorf("rollout --recalibrate: snapshot %s has no pass rates (run sample first)", m.ID)
+	}
+	state, err := sample.Latest(history, nil)
+	if err != nil {
+		return nil, err
+	}
+	return sample.OutOfPool(state), nil
 }

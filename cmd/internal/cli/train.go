@@ -29,7 +29,7 @@ func init() {
 		Usage: "train the policy: supervised warm start or GRPO on its rollouts; commits a checkpoint",
 		Description: `--objective sft imitates the successful demonstrations (oracle rollouts, or any --source warmstart
 rollout; never --source eval); --objective grpo runs the clipped surrogate (eps_low 0.2, eps_high 0.28, ratio cap 3,
-bounded KL 1e-4 to the warm-started policy) on the newest iteration's rollouts, with group advantages (grpo),
+bounded KL 1e-4 to the warm-started policy) on its rollout groups (below), with group advantages (grpo),
 A_i/|T_i| per step (stepo, aggregated by EvoCUA-1.5's eq. 13) or naive reuse, in mini-batches of whole groups.
 
 Two policies. --policy encdec (the default, trainer/policy) rebuilds one item per step from steps and trees.
@@ -46,7 +46,13 @@ name the segments snapshot the rows came from.
 Example:
    cualake train --objective sft
    cualake train --objective sft --policy causal --json
-   cualake train --objective grpo --advantage stepo --steps 20 --json`,
+   cualake train --objective grpo --advantage stepo --steps 20 --json
+   cualake train --objective grpo --max-stale 3 --mini-groups 4
+
+GRPO trains on whole rollout groups: the fresh groups of the iterations rolled out since the last GRPO checkpoint,
+plus the AdaPR replays the newest batch picked (their stored trajectories and segments, not rolled out again).
+Groups rolled out by a policy more than --max-stale versions older than the one trained are dropped and counted;
+train_groups gets one row per group considered (channel, policy lag, kept).`,
 		Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag,
 			&cli.StringFlag{Name: "in", Usage: "input snapshot (default main)"},
 			&cli.StringFlag{Name: "objective", Value: "sft", Usage: "sft or grpo"},
@@ -54,7 +60,8 @@ Example:
 			&cli.StringFlag{Name: "advantage", Value: "grpo", Usage: "grpo, stepo or naive"},
 			&cli.IntFlag{Name: "steps", Usage: "optimiser steps (default: the demo's)"},
 			&cli.IntFlag{Name: "batch", Usage: "items per mini-batch (default: the demo's)"},
-			&cli.IntFlag{Name: "groups", Usage: "grpo, causal policy: mini-batches of this many whole rollout groups instead of --batch items"},
+			&cli.IntFlag{Name: "mini-groups", Aliases: []string{"groups"}, Usage: "grpo: every mini-batch exactly G whole rollout groups with all their items (EvoCUA-1.5 5.4), instead of whole groups packed up to --batch items"},
+			&cli.IntFlag{Name: "max-stale", Value: 3, Usage: "grpo: drop groups rolled out by a policy more than this many versions older than the one trained (EvoCUA-1.5 5.2)"},
 			&cli.Float64Flag{Name: "lr", Usage: "learning rate (default: the demo's)"},
 			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda"},
 			&cli.Int64Flag{Name: "seed", Usage: "seed of initial weights and batch order"},
@@ -137,9 +144,14 @@ func runTrain(c *cli.Context) error {
 	default:
 		return usageErr("--policy: want %s or %s", stage.PolicyEncDec, stage.PolicyCausal)
 	}
-	p.Groups = c.Int("groups")
+	p.Groups = c.Int("mini-groups")
 	if p.Groups < 0 {
-		return usageErr("--groups: want >= 0")
+		return usageErr("--mini-groups is %d, want >= 0", p.Groups)
+	}
+	if ms := c.Int("max-stale"); ms < 0 {
+		return usageErr("--max-stale is %d, want >= 0", ms)
+	} else {
+		p.MaxStale = int32(ms)
 	}
 	p = p.Resolve()
 	t0 := time.Now()
@@ -164,6 +176,11 @@ func runTrain(c *cli.Context) error {
 	if err := lake.AppendTable(ctx, tx, schemas.TrainMetrics, out.Metrics); err != nil {
 		return err
 	}
+	if len(out.Groups) > 0 {
+		if err := lake.AppendTable(ctx, tx, schemas.TrainGroups, out.Groups); err != nil {
+			return err
+		}
+	}
 	params := map[string]any{}
 	b, _ := json.Marshal(p)
 	_ = json.Unmarshal(b, &params)
@@ -184,7 +201,8 @@ func runTrain(c *cli.Context) error {
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, map[string]any{"snapshot": m.ID, "version": out.Checkpoint.Version, "objective": p.Objective,
 			"policy": p.Policy, "items": out.Items, "tokens": out.Tokens, "trainable_tokens": out.TrainableTokens, "mode": out.Mode,
-			"segments": out.SegmentsFrom, "train_seconds": out.TrainSeconds, "stale_dropped": out.Dropped, "steps": len(out.Metrics), "final_loss": last.Loss,
+			"segments": out.SegmentsFrom, "train_seconds": out.TrainSeconds, "stale_dropped": out.Dropped, "stale_dropped_groups": out.DroppedGroups,
+			"replayed_groups": out.Replayed, "lag_histogram": lagHistogram(out.Groups), "steps": len(out.Metrics), "final_loss": last.Loss,
 			"tokens_per_second": float64(tokens) / secs, "seconds": secs})
 	}
 	fmt.Fprintf(c.App.Writer, "trained %s v%d from %d items: %d steps, final loss %.4f, %.0f tokens/s\nsnapshot %s\n",
@@ -193,6 +211,17 @@ func runTrain(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "  %s segments of snapshot %s: %d tokens, %d trained\n", out.Mode, out.SegmentsFrom[:12], out.Tokens, out.TrainableTokens)
 	}
 	return nil
+}
+
+// lagHistogram counts the kept groups by policy lag.
+func lagHistogram(groups []schemas.TrainGroup) map[string]int {
+	h := map[string]int{}
+	for _, g := range groups {
+		if g.Kept {
+			h[strconv.Itoa(int(g.Lag))]++
+		}
+	}
+	return h
 }
 
 // checkpointTokenizer loads the vocabulary of a checkpoint (newest, or the
