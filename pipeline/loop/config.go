@@ -60,10 +60,14 @@ type Config struct {
 		// RecalibrateEvery R: after the train step of every R-th iteration,
 		// the tasks filtered out of the pool get RecalibrateN rollouts; the
 		// next sample lets those inside [p_min, p_max] back in (0: never).
-		RecalibrateEvery int     `yaml:"recalibrate_every" json:"recalibrate_every"`
-		RecalibrateN     int     `yaml:"recalibrate_n" json:"recalibrate_n"`
-		PMin             float64 `yaml:"p_min" json:"p_min"`
-		PMax             float64 `yaml:"p_max" json:"p_max"`
+		RecalibrateEvery int `yaml:"recalibrate_every" json:"recalibrate_every"`
+		RecalibrateN     int `yaml:"recalibrate_n" json:"recalibrate_n"`
+		// DAPORefills bounds dapo's refill rounds per iteration: after the
+		// rollout, while fewer than batch groups have differing rewards,
+		// draw and roll out more tasks (each round a step; a no-op once full).
+		DAPORefills int     `yaml:"dapo_refills" json:"dapo_refills"`
+		PMin        float64 `yaml:"p_min" json:"p_min"`
+		PMax        float64 `yaml:"p_max" json:"p_max"`
 	} `yaml:"sample" json:"sample"`
 
 	Rollout struct {
@@ -107,7 +111,7 @@ func Default() Config {
 	c.InitialPass.N = 4
 	c.Sample.Sampler, c.Sample.Batch, c.Sample.Alpha, c.Sample.PMin, c.Sample.PMax = "frontier", 32, 0.2, 0.1, 0.9
 	c.Sample.EMABeta, c.Sample.ICSRatio, c.Sample.ReplayCap = 0.7, 0.025, 3
-	c.Sample.RecalibrateEvery, c.Sample.RecalibrateN = 2, 4
+	c.Sample.RecalibrateEvery, c.Sample.RecalibrateN, c.Sample.DAPORefills = 2, 4, 2
 	c.Train.MaxStale = 3
 	c.Rollout.N, c.Rollout.MaxTurns = 8, 30
 	c.Segment.Mode, c.Segment.K, c.Segment.Delta = "window", 5, 5
@@ -154,6 +158,7 @@ func (c Config) Validate() error {
 	check(c.Sample.ReplayCap >= 1, "sample.replay_cap is %d, want >= 1", c.Sample.ReplayCap)
 	check(c.Sample.RecalibrateEvery >= 0, "sample.recalibrate_every is %d, want >= 0", c.Sample.RecalibrateEvery)
 	check(c.Sample.RecalibrateEvery == 0 || c.Sample.RecalibrateN >= 1, "sample.recalibrate_n is %d, want >= 1", c.Sample.RecalibrateN)
+	check(c.Sample.DAPORefills >= 0, "sample.dapo_refills is %d, want >= 0", c.Sample.DAPORefills)
 	check(c.Train.MaxStale >= 0, "train.max_stale is %d, want >= 0", c.Train.MaxStale)
 	check(c.Train.MiniGroups >= 0, "train.mini_groups is %d, want >= 0", c.Train.MiniGroups)
 	check(c.Warmstart.Demos >= 1, "warmstart.demos is %d, want >= 1", c.Warmstart.Demos)

@@ -99,6 +99,14 @@ func Plan(c Config) []Step {
 		add(fmt.Sprintf("it%02d-rollout", it), title("rollout"), 0.16*float64(c.Sample.Batch*c.Rollout.N), it, []string{"rollout"},
 			append([]string{"--policy", "checkpoint", "--n", itoa(c.Rollout.N), "--max-turns", itoa(c.Rollout.MaxTurns),
 				"--seed", seedOf(c, 300+it), "--workers", w}, view...)...)
+		if c.Sample.Sampler == "dapo" {
+			// DAPO dynamic sampling: refill until batch groups are informative.
+			for r := 1; r <= c.Sample.DAPORefills; r++ {
+				add(fmt.Sprintf("it%02d-dapo-refill%d", it, r), title(fmt.Sprintf("dapo refill %d", r)), 0.16*float64(c.Sample.Batch*c.Rollout.N)/2, it, []string{"rollout"},
+					append([]string{"--policy", "checkpoint", "--dapo-refill", itoa(c.Sample.Batch), "--n", itoa(c.Rollout.N), "--max-turns", itoa(c.Rollout.MaxTurns),
+						"--seed", seedOf(c, 600+10*it+r), "--workers", w}, view...)...)
+			}
+		}
 		segArgs := segFlags()
 		if c.Train.Advantage == "stepo" && c.Segment.Mode == "step" {
 			segArgs = append(segArgs, "--advantage", "stepo") // the segments then carry A_i/|T_i|, as the trainer uses

@@ -58,6 +58,7 @@ lacks) fail the run, each named with what blocks it, unless --skip-unsupported l
 			&cli.IntFlag{Name: "window", Value: segment.DefaultWindow, Usage: "causal checkpoint, step context: previous turns kept in full"},
 			&cli.StringFlag{Name: "env", Value: rollout.EnvSim, Usage: "sim (the embedded simulator) or osworld (an OSWorld desktop server: a VM, or cualake simdesk serve; one episode at a time)"},
 			&cli.StringFlag{Name: "osworld-url", Usage: "--env osworld: the desktop server's URL, e.g. http://192.168.1.5:5000"},
+			&cli.IntFlag{Name: "dapo-refill", Usage: "DAPO dynamic sampling: when the newest rolled-out iteration has fewer than N groups whose rewards differ, draw more tasks (batches rows, channel dapo) and roll them out into that iteration; nothing to do when it has N"},
 			&cli.BoolFlag{Name: "recalibrate", Usage: "roll out the tasks the pass rates hold out of the pool (source calibration, the newest rolled-out iteration): the next sample lets those inside [p_min, p_max] back in"},
 			&cli.BoolFlag{Name: "skip-unsupported", Usage: "leave out (and list on stderr) the tasks the environment cannot run, instead of failing before any episode"},
 		},
@@ -128,6 +129,24 @@ func runRollout(c *cli.Context) error {
 	var ids []string
 	if s := c.String("tasks"); s != "" {
 		ids = strings.Split(s, ",")
+	}
+	var refill *sample.Refill
+	if n := c.Int("dapo-refill"); n > 0 {
+		if plan.FromBatch || in == nil || plan.Iteration == 0 {
+			return fmt.Errorf("rollout --dapo-refill: run it after the iteration's batch is rolled out")
+		}
+		plan.Iteration--
+		if refill, err = dapoRefill(ctx, l, in, plan.Iteration, n, c.Int64("seed")); err != nil {
+			return err
+		}
+		if len(refill.Rows) == 0 {
+			fmt.Fprintf(c.App.Writer, "rollout --dapo-refill: iteration %d has %d informative groups of %d (want %d); nothing to do\n",
+				plan.Iteration, refill.Informative, refill.Groups, n)
+			return nil
+		}
+		for _, r := range refill.Rows {
+			ids = append(ids, r.TaskID)
+		}
 	}
 	if c.Bool("recalibrate") {
 		if plan.FromBatch {
@@ -230,6 +249,11 @@ func runRollout(c *cli.Context) error {
 			return err
 		}
 	}
+	if refill != nil {
+		if err := shard.NewTable(out, schemas.Batches, shard.TableOptions{Chunk: lake.MaxFileRows, Shared: true}).Add(refill.Rows...); err != nil {
+			return err
+		}
+	}
 	trajs := shard.NewTable(out, schemas.Trajectories, shard.TableOptions{Chunk: 1 << 16})
 	verifs := shard.NewTable(out, schemas.Verifications, shard.TableOptions{Chunk: 1 << 16})
 	steps := shard.NewTable(out, schemas.Steps, shard.TableOptions{Chunk: 1 << 16})
@@ -279,6 +303,11 @@ func runRollout(c *cli.Context) error {
 	}
 	out.Summary = sum
 	extra := map[string]any{"policy_version": f.Version(), "tasks": selected, "from_batch": plan.FromBatch, "pool": plan.PoolFrom, "reward": reward}
+	if refill != nil {
+		// the extra rollouts DAPO spends on this iteration
+		extra["dapo_refill"] = map[string]any{"informative_before": refill.Informative, "groups_before": refill.Groups,
+			"tasks": len(refill.Rows), "extra_rollouts": len(tasks) * p.N}
+	}
 	if len(plan.Replayed) > 0 {
 		extra["adapr_replayed"] = plan.Replayed // trained from their buffered groups, not rolled out
 	}
@@ -323,4 +352,44 @@ func recalibrationTasks(ctx context.Context, l *lake.Lake, m *lake.Manifest) ([]
 		return nil, err
 	}
 	return sample.OutOfPool(state), nil
+}
+
+// dapoRefill reads what DAPO's refill round needs from the snapshot: the
+// iteration's rollouts and batch, and the pass-rate state.
+func dapoRefill(ctx context.Context, l *lake.Lake, m *lake.Manifest, iteration int32, target int, seed int64) (*sample.Refill, error) {
+	tasks, err := lake.ReadTable(ctx, l, m, schemas.Tasks)
+	if err != nil {
+		return nil, err
+	}
+	history, err := lake.ReadTable(ctx, l, m, schemas.PassRates)
+	if err != nil {
+		return nil, err
+	}
+	state, err := sample.Latest(history, tasks)
+	if err != nil {
+		return nil, err
+	}
+	all, err := lake.ReadTable(ctx, l, m, schemas.Batches)
+	if err != nil {
+		return nil, err
+	}
+	var batch []schemas.Batch
+	for _, b := range all {
+		if b.Iteration == iteration {
+			batch = append(batch, b)
+		}
+	}
+	var trajs []schemas.Trajectory
+	err = lake.ScanTable(ctx, l, m, schemas.Trajectories, 4096, func(rows []schemas.Trajectory) error {
+		for _, r := range rows {
+			if r.Source == "rollout" && r.Iteration == iteration {
+				trajs = append(trajs, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sample.DAPORefill(state, trajs, batch, iteration, target, uint64(seed))
 }
