@@ -415,6 +415,94 @@ var Batches = register(&Table[Batch]{
 	},
 })
 
+// Replay-buffer states (replay_buffer.state).
+const (
+	ReplayLive     = "live"     // in the buffer after this iteration's selection
+	ReplayCapped   = "capped"   // left: replayed MaxReplays times (this row's replay was its last)
+	ReplayStale    = "stale"    // left: its policy version fell out of the staleness window
+	ReplayReplaced = "replaced" // left: a newer qualifying group of the same task took its place
+)
+
+// ReplayItem is one group of AdaPR's replay buffer (EvoCUA-1.5 4.2.2) as
+// the sample stage of one iteration left it.
+type ReplayItem struct {
+	Iteration      int32    `parquet:"iteration"` // the batch iteration whose selection this row follows
+	TaskID         string   `parquet:"task_id"`
+	GroupID        string   `parquet:"group_id"`
+	GroupIteration int32    `parquet:"group_iteration"` // the iteration whose rollouts made the group
+	PolicyVersion  int32    `parquet:"policy_version"`  // the checkpoint version that rolled it out (oldest of its rollouts)
+	Trajectories   []string `parquet:"trajectories,list"`
+	Successes      int32    `parquet:"successes"`
+	Replays        int32    `parquet:"replays"`  // replays so far, this iteration's included
+	Replayed       bool     `parquet:"replayed"` // picked by this iteration's batch (channel adapr): trained without a new rollout
+	State          string   `parquet:"state"`    // live, capped, stale, replaced
+}
+
+// ReplayBuffer holds AdaPR's buffer per iteration: its live groups and the
+// ones that left at that iteration.
+var ReplayBuffer = register(&Table[ReplayItem]{
+	Name: "replay_buffer", Version: 1, Key: []string{"iteration", "task_id", "group_id"}, Partition: "iteration",
+	Doc:   "AdaPR's replay buffer after each iteration's selection: task, group, its trajectories, policy version, replay count, state",
+	KeyOf: func(r *ReplayItem) string { return pad(int64(r.Iteration)) + "/" + r.TaskID + "/" + r.GroupID },
+	Less: func(a, b *ReplayItem) bool {
+		if a.Iteration != b.Iteration {
+			return a.Iteration < b.Iteration
+		}
+		if a.TaskID != b.TaskID {
+			return a.TaskID < b.TaskID
+		}
+		return a.GroupID < b.GroupID
+	},
+	Validate: func(r *ReplayItem) error {
+		if err := firstErr(required("task_id", r.TaskID), required("group_id", r.GroupID), nonNegative("iteration", int64(r.Iteration)),
+			nonNegative("replays", int64(r.Replays)), oneOf("state", r.State, ReplayLive, ReplayCapped, ReplayStale, ReplayReplaced)); err != nil {
+			return err
+		}
+		if len(r.Trajectories) == 0 {
+			return fmt.Errorf("%w: field trajectories is empty", ErrInvalidRow)
+		}
+		return nil
+	},
+})
+
+// Train-group channels (train_groups.channel).
+const (
+	TrainFresh  = "fresh" // rolled out for a sampled batch and not trained on before
+	TrainReplay = "adapr" // an AdaPR replay of a buffered group
+)
+
+// TrainGroup is one rollout group a GRPO run considered: trained on, or
+// dropped as stale.
+type TrainGroup struct {
+	Version       int32  `parquet:"version"` // the checkpoint version the run produced
+	GroupID       string `parquet:"group_id"`
+	TaskID        string `parquet:"task_id"`
+	Iteration     int32  `parquet:"iteration"` // the group's rollout iteration
+	Channel       string `parquet:"channel"`   // fresh or adapr
+	PolicyVersion int32  `parquet:"policy_version"`
+	Lag           int32  `parquet:"lag"` // trained policy's version minus policy_version
+	Rollouts      int32  `parquet:"rollouts"`
+	Kept          bool   `parquet:"kept"`          // false: dropped, lag > max_stale
+	ZeroVariance  bool   `parquet:"zero_variance"` // every reward equal: no gradient
+}
+
+// TrainGroups holds, per GRPO run, the groups it consumed and dropped.
+var TrainGroups = register(&Table[TrainGroup]{
+	Name: "train_groups", Version: 1, Key: []string{"version", "group_id"},
+	Doc:   "one row per rollout group a GRPO run considered: channel, policy lag, kept or dropped as stale",
+	KeyOf: func(r *TrainGroup) string { return pad(int64(r.Version)) + "/" + r.GroupID },
+	Less: func(a, b *TrainGroup) bool {
+		if a.Version != b.Version {
+			return a.Version < b.Version
+		}
+		return a.GroupID < b.GroupID
+	},
+	Validate: func(r *TrainGroup) error {
+		return firstErr(required("group_id", r.GroupID), required("task_id", r.TaskID), oneOf("channel", r.Channel, TrainFresh, TrainReplay),
+			nonNegative("lag", int64(r.Lag)), nonNegative("rollouts", int64(r.Rollouts)))
+	},
+})
+
 // Verdicts shared by verifications and executable outcomes.
 var Verdicts = []string{"success", "failure", "uncertain"}
 

@@ -327,9 +327,13 @@ func MiniGroups[T any](items []T, groupOf func(T) string, maxItems int) ([][]T, 
 	return out, nil
 }
 
-// MiniGroupsByCount splits items into mini-batches of groupsPer whole
-// groups each (the last may hold fewer): the paper's "fixed number of
-// complete rollout groups".
+// MiniGroupsByCount splits items into mini-batches of exactly groupsPer
+// whole groups each, with all their items: the paper's "fixed number of
+// complete rollout groups" (EvoCUA-1.5 5.4). Groups are taken in order of
+// first appearance; the last mini-batch, when the groups do not divide
+// evenly, is completed with groups from the start, so no mini-batch is
+// short and every group is in at least one. Fewer groups than groupsPer is
+// an error (ErrBadInput): no mini-batch could hold groupsPer.
 func MiniGroupsByCount[T any](items []T, groupOf func(T) string, groupsPer int) ([][]T, error) {
 	if groupsPer < 1 {
 		return nil, fmt.Errorf("%w: groups per mini-batch %d, want >= 1", ErrBadParams, groupsPer)
@@ -338,11 +342,14 @@ func MiniGroupsByCount[T any](items []T, groupOf func(T) string, groupsPer int) 
 	if err != nil {
 		return nil, err
 	}
+	if len(groups) < groupsPer {
+		return nil, fmt.Errorf("%w: %d rollout groups, fewer than the %d each mini-batch needs", ErrBadInput, len(groups), groupsPer)
+	}
 	var out [][]T
 	for i := 0; i < len(groups); i += groupsPer {
 		var mb []T
-		for _, g := range groups[i:min(i+groupsPer, len(groups))] {
-			mb = append(mb, g...)
+		for j := 0; j < groupsPer; j++ {
+			mb = append(mb, groups[(i+j)%len(groups)]...)
 		}
 		out = append(out, mb)
 	}

@@ -287,8 +287,35 @@ func TestMiniGroupsNeverSplit(t *testing.T) {
 		t.Errorf("packing %v", shape)
 	}
 	byCount, err := MiniGroupsByCount(items, groupOf, 3)
-	if err != nil || len(byCount) != 3 || len(byCount[0]) != 17 || len(byCount[2]) != 2 {
-		t.Errorf("by count: %d mini-batches, %v", len(byCount), err)
+	if err != nil || len(byCount) != 3 {
+		t.Fatalf("by count: %d mini-batches, %v", len(byCount), err)
+	}
+	sizes = map[string]int{}
+	for _, it := range items {
+		sizes[groupOf(it)]++
+	}
+	seen := map[string]bool{}
+	for k, mb := range byCount {
+		// exactly 3 whole groups: each group's every item, no other
+		n := map[string]int{}
+		for _, it := range mb {
+			n[groupOf(it)]++
+			seen[groupOf(it)] = true
+		}
+		if len(n) != 3 {
+			t.Errorf("mini-batch %d holds %d groups, want exactly 3", k, len(n))
+		}
+		for g, c := range n {
+			if c != sizes[g] {
+				t.Errorf("mini-batch %d holds %d of group %s's %d items", k, c, g, sizes[g])
+			}
+		}
+	}
+	if len(seen) != len(sizes) {
+		t.Errorf("mini-batches cover %d of %d groups", len(seen), len(sizes))
+	}
+	if _, err := MiniGroupsByCount(items, groupOf, len(sizes)+1); !errors.Is(err, ErrBadInput) {
+		t.Errorf("more groups per mini-batch than groups: err %v", err)
 	}
 	if _, err := MiniGroups(items, groupOf, 0); !errors.Is(err, ErrBadParams) {
 		t.Errorf("max 0: err %v", err)

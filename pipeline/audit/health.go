@@ -33,6 +33,10 @@ const (
 	MetricStaleDropped   = "stale_dropped"
 	MetricFilteredOut    = "filtered_out"
 	MetricPassAtKPrefix  = "pass@"
+	// MetricReplayed counts an iteration's AdaPR replays (groups trained
+	// from the buffer without a new rollout); its detail has the buffer's
+	// live, capped and stale groups after that iteration's selection.
+	MetricReplayed = "adapr_replayed"
 )
 
 const (
@@ -117,10 +121,13 @@ SELECT iteration, task_id, ema, prev FROM (
 WHERE prev IS NOT NULL AND ema IS NOT NULL AND %s AND NOT (%s)
 ORDER BY iteration, task_id`, band("prev"), band("ema"))
 
+	replaySQL := `SELECT iteration, count(*) FILTER (WHERE replayed) AS replayed, count(*) FILTER (WHERE state = 'live') AS live,
+  count(*) FILTER (WHERE state = 'capped') AS capped, count(*) FILTER (WHERE state = 'stale') AS stale
+FROM replay_buffer GROUP BY iteration ORDER BY iteration`
 	queries := []struct{ what, sql string }{
 		{"rollout groups", healthGroupsSQL}, {"frontier", frontierSQL}, {"EMA histogram", histSQL},
 		{"never sampled", healthNeverSQL}, {"never sampled (all)", healthNeverAllSQL}, {"stale samples", staleSQL},
-		{"pass@k", healthPassAtKSQL}, {"filtering", filterSQL},
+		{"pass@k", healthPassAtKSQL}, {"filtering", filterSQL}, {"adapr replays", replaySQL},
 	}
 	res := make([][]row, len(queries))
 	for i, q := range queries {
@@ -128,7 +135,7 @@ ORDER BY iteration, task_id`, band("prev"), band("ema"))
 			return nil, err
 		}
 	}
-	groups, frontier, hist, never, neverAll, stale, passk, filtered := res[0], res[1], res[2], res[3], res[4], res[5], res[6], res[7]
+	groups, frontier, hist, never, neverAll, stale, passk, filtered, replays := res[0], res[1], res[2], res[3], res[4], res[5], res[6], res[7], res[8]
 
 	params := map[string]any{"p_min": opt.PMin, "p_max": opt.PMax, "stale_versions": opt.StaleVersions, "ks": opt.Ks, "bins": opt.Bins,
 		"zero_variance": "all rewards of a group equal", "never_sampled": "in no batch and no trajectory up to the iteration",
@@ -204,6 +211,10 @@ ORDER BY iteration, task_id`, band("prev"), band("ema"))
 		b.rate(MetricStaleDropped, iter(r), r.int("stale"), r.int("n"), map[string]int64{"newest_version": r.int("newest")})
 	}
 	b.rate(MetricStaleDropped, GroupAll, staleAll, nAll, nil)
+	for _, r := range replays {
+		n := r.int("replayed")
+		b.add(MetricReplayed, iter(r), float64(n), n, map[string]int64{"live": r.int("live"), "capped": r.int("capped"), "stale": r.int("stale")})
+	}
 
 	type acc struct {
 		sum float64

@@ -51,9 +51,24 @@ type Config struct {
 	Sample struct {
 		Sampler string  `yaml:"sampler" json:"sampler"` // frontier, dtac, uniform, curriculum, dapo
 		Batch   int     `yaml:"batch" json:"batch"`
-		Alpha   float64 `yaml:"alpha" json:"alpha"`
-		PMin    float64 `yaml:"p_min" json:"p_min"`
-		PMax    float64 `yaml:"p_max" json:"p_max"`
+		Alpha   float64 `yaml:"alpha" json:"alpha"` // ScaleCUA's EMA alpha: every sampler but dtac
+		// EMABeta is EvoCUA-1.5's EMA beta (eq. 16), the one dtac uses.
+		EMABeta float64 `yaml:"ema_beta" json:"ema_beta"`
+		// ICSRatio is dtac's rho_inf: floor(ics_ratio * batch) infeasible
+		// tasks per batch (0.025 draws none below a batch of 40).
+		ICSRatio  float64 `yaml:"ics_ratio" json:"ics_ratio"`
+		ReplayCap int     `yaml:"replay_cap" json:"replay_cap"` // dtac: replays per buffered group
+		// RecalibrateEvery R: after the train step of every R-th iteration,
+		// the tasks filtered out of the pool get RecalibrateN rollouts; the
+		// next sample lets those inside [p_min, p_max] back in (0: never).
+		RecalibrateEvery int `yaml:"recalibrate_every" json:"recalibrate_every"`
+		RecalibrateN     int `yaml:"recalibrate_n" json:"recalibrate_n"`
+		// DAPORefills bounds dapo's refill rounds per iteration: after the
+		// rollout, while fewer than batch groups have differing rewards,
+		// draw and roll out more tasks (each round a step; a no-op once full).
+		DAPORefills int     `yaml:"dapo_refills" json:"dapo_refills"`
+		PMin        float64 `yaml:"p_min" json:"p_min"`
+		PMax        float64 `yaml:"p_max" json:"p_max"`
 	} `yaml:"sample" json:"sample"`
 
 	Rollout struct {
@@ -76,6 +91,12 @@ type Config struct {
 		Advantage string  `yaml:"advantage" json:"advantage"` // grpo, stepo, naive
 		Steps     int     `yaml:"steps" json:"steps"`         // optimiser steps per iteration
 		LR        float64 `yaml:"lr" json:"lr"`
+		// MaxStale drops groups rolled out by a policy more than this many
+		// versions older than the one trained (EvoCUA-1.5 5.2: 3).
+		MaxStale int `yaml:"max_stale" json:"max_stale"`
+		// MiniGroups > 0 makes every mini-batch exactly this many whole
+		// rollout groups (EvoCUA-1.5 5.4); 0 packs whole groups up to 32 items.
+		MiniGroups int `yaml:"mini_groups" json:"mini_groups"`
 	} `yaml:"train" json:"train"`
 
 	Eval struct {
@@ -95,6 +116,9 @@ func Default() Config {
 	c.Warmstart.Demos, c.Warmstart.Steps, c.Warmstart.LR, c.Warmstart.MaxTurns = 1, 600, 1e-2, 40
 	c.InitialPass.N = 4
 	c.Sample.Sampler, c.Sample.Batch, c.Sample.Alpha, c.Sample.PMin, c.Sample.PMax = "frontier", 32, 0.2, 0.1, 0.9
+	c.Sample.EMABeta, c.Sample.ICSRatio, c.Sample.ReplayCap = 0.7, 0.025, 3
+	c.Sample.RecalibrateEvery, c.Sample.RecalibrateN, c.Sample.DAPORefills = 2, 4, 2
+	c.Train.MaxStale = 3
 	c.Rollout.N, c.Rollout.MaxTurns = 8, 30
 	c.Segment.Mode, c.Segment.K, c.Segment.Delta = "window", 5, 5
 	c.Train.Advantage, c.Train.Steps, c.Train.LR = "grpo", 30, 1e-3
@@ -134,6 +158,15 @@ func (c Config) Validate() error {
 	check(c.Rollout.N >= 2, "rollout.n is %d, want >= 2 (a group needs two rollouts for an advantage)", c.Rollout.N)
 	check(c.Rollout.MaxTurns >= 1, "rollout.max_turns is %d, want >= 1", c.Rollout.MaxTurns)
 	check(c.Sample.Batch >= 1, "sample.batch is %d, want >= 1", c.Sample.Batch)
+	check(c.Sample.Alpha > 0 && c.Sample.Alpha <= 1, "sample.alpha is %v, want (0, 1]", c.Sample.Alpha)
+	check(c.Sample.EMABeta >= 0 && c.Sample.EMABeta < 1, "sample.ema_beta is %v, want [0, 1)", c.Sample.EMABeta)
+	check(c.Sample.ICSRatio >= 0 && c.Sample.ICSRatio <= 1, "sample.ics_ratio is %v, want [0, 1]", c.Sample.ICSRatio)
+	check(c.Sample.ReplayCap >= 1, "sample.replay_cap is %d, want >= 1", c.Sample.ReplayCap)
+	check(c.Sample.RecalibrateEvery >= 0, "sample.recalibrate_every is %d, want >= 0", c.Sample.RecalibrateEvery)
+	check(c.Sample.RecalibrateEvery == 0 || c.Sample.RecalibrateN >= 1, "sample.recalibrate_n is %d, want >= 1", c.Sample.RecalibrateN)
+	check(c.Sample.DAPORefills >= 0, "sample.dapo_refills is %d, want >= 0", c.Sample.DAPORefills)
+	check(c.Train.MaxStale >= 0, "train.max_stale is %d, want >= 0", c.Train.MaxStale)
+	check(c.Train.MiniGroups >= 0, "train.mini_groups is %d, want >= 0", c.Train.MiniGroups)
 	check(c.Warmstart.Demos >= 1, "warmstart.demos is %d, want >= 1", c.Warmstart.Demos)
 	check(c.InitialPass.N >= 1, "initial_pass.n is %d, want >= 1", c.InitialPass.N)
 	check(c.Eval.N >= 1, "eval.n is %d, want >= 1", c.Eval.N)

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/cualake/cualake/pipeline/sample"
 )
 
 func TestLoadStrictAndValidate(t *testing.T) {
@@ -46,6 +48,19 @@ func TestPlanOrderAndKeys(t *testing.T) {
 	if RunID(c) == RunID(Default()) {
 		t.Fatal("the run id ignores the config")
 	}
+	// Recalibration every 2 iterations: after the train step of iteration 2
+	// of 3 (not after the last), rolling out the filtered-out tasks.
+	c.Iterations = 3
+	var recal []string
+	for _, s := range Plan(c) {
+		if strings.HasSuffix(s.Key, "-recalibrate") {
+			recal = append(recal, s.Key+" "+strings.Join(s.Flags, " "))
+		}
+	}
+	if len(recal) != 1 || !strings.HasPrefix(recal[0], "it02-recalibrate --policy checkpoint --recalibrate --split train --n 4 ") {
+		t.Fatalf("recalibration steps: %q", recal)
+	}
+	c.Iterations = 2
 	c.LimitTasks = 5
 	for _, s := range Plan(c) {
 		if s.Command[0] == "rollout" && !strings.Contains(strings.Join(s.Flags, " "), "--limit-tasks 5") {
@@ -134,4 +149,30 @@ func TestExampleIsTheDefault(t *testing.T) {
 	if !reflect.DeepEqual(c, Default()) {
 		t.Fatalf("examples/pipeline.yaml differs from Default():\n%+v\n%+v", c, Default())
 	}
+}
+
+// The DTAC example config makes every channel live at B = 32: ICS draws at
+// least one infeasible task per batch, and the sample step passes DTAC's own
+// EMA, ICS ratio and replay cap.
+func TestDTACExampleConfig(t *testing.T) {
+	c, err := Load("../../examples/pipeline-dtac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sample.DefaultDTAC()
+	p.ICSRatio = c.Sample.ICSRatio
+	if _, _, ics := sample.DTACSplit(c.Sample.Batch, p); ics < 1 {
+		t.Fatalf("ics_ratio %v at batch %d draws %d infeasible tasks", c.Sample.ICSRatio, c.Sample.Batch, ics)
+	}
+	for _, s := range Plan(c) {
+		if s.Key == "it01-sample" {
+			f := strings.Join(s.Flags, " ")
+			if !strings.Contains(f, "--sampler dtac") || !strings.Contains(f, "--ema-beta 0.7") || !strings.Contains(f, "--ics-ratio 0.04") ||
+				strings.Contains(f, "--alpha") {
+				t.Fatalf("sample flags: %s", f)
+			}
+			return
+		}
+	}
+	t.Fatal("no it01-sample step")
 }

@@ -91,20 +91,43 @@ func Plan(c Config) []Step {
 			"--max-turns", itoa(c.Rollout.MaxTurns), "--seed", seedOf(c, 4), "--workers", w}, view...)...)
 	for it := 1; it <= c.Iterations; it++ {
 		title := func(what string) string { return fmt.Sprintf("iteration %d/%d: %s", it, c.Iterations, what) }
+		ema := []string{"--alpha", ftoa(c.Sample.Alpha)}
+		if c.Sample.Sampler == "dtac" {
+			ema = []string{"--ema-beta", ftoa(c.Sample.EMABeta), // EvoCUA-1.5 eq. 16
+				"--ics-ratio", ftoa(c.Sample.ICSRatio), "--replay-cap", itoa(c.Sample.ReplayCap), "--max-stale", itoa(c.Train.MaxStale)}
+		}
 		add(fmt.Sprintf("it%02d-sample", it), title("sample ("+c.Sample.Sampler+")"), 0.25, it, []string{"sample"},
-			"--sampler", c.Sample.Sampler, "--batch", itoa(c.Sample.Batch), "--alpha", ftoa(c.Sample.Alpha),
-			"--p-min", ftoa(c.Sample.PMin), "--p-max", ftoa(c.Sample.PMax), "--seed", seedOf(c, 200+it))
+			append(append([]string{"--sampler", c.Sample.Sampler, "--batch", itoa(c.Sample.Batch)}, ema...),
+				"--p-min", ftoa(c.Sample.PMin), "--p-max", ftoa(c.Sample.PMax), "--seed", seedOf(c, 200+it))...)
 		add(fmt.Sprintf("it%02d-rollout", it), title("rollout"), 0.16*float64(c.Sample.Batch*c.Rollout.N), it, []string{"rollout"},
 			append([]string{"--policy", "checkpoint", "--n", itoa(c.Rollout.N), "--max-turns", itoa(c.Rollout.MaxTurns),
 				"--seed", seedOf(c, 300+it), "--workers", w}, view...)...)
+		if c.Sample.Sampler == "dapo" {
+			// DAPO dynamic sampling: refill until batch groups are informative.
+			for r := 1; r <= c.Sample.DAPORefills; r++ {
+				add(fmt.Sprintf("it%02d-dapo-refill%d", it, r), title(fmt.Sprintf("dapo refill %d", r)), 0.16*float64(c.Sample.Batch*c.Rollout.N)/2, it, []string{"rollout"},
+					append([]string{"--policy", "checkpoint", "--dapo-refill", itoa(c.Sample.Batch), "--n", itoa(c.Rollout.N), "--max-turns", itoa(c.Rollout.MaxTurns),
+						"--seed", seedOf(c, 600+10*it+r), "--workers", w}, view...)...)
+			}
+		}
 		segArgs := segFlags()
 		if c.Train.Advantage == "stepo" && c.Segment.Mode == "step" {
 			segArgs = append(segArgs, "--advantage", "stepo") // the segments then carry A_i/|T_i|, as the trainer uses
 		}
 		add(fmt.Sprintf("it%02d-segment", it), title("segment ("+c.Segment.Mode+")"), 2, it, []string{"segment"}, segArgs...)
-		add(fmt.Sprintf("it%02d-train", it), title("train (GRPO, "+c.Train.Advantage+")"), 2.7*float64(c.Train.Steps), it, []string{"train"},
-			"--objective", "grpo", "--advantage", c.Train.Advantage, "--steps", itoa(c.Train.Steps), "--lr", ftoa(c.Train.LR),
-			"--seed", seedOf(c, 400+it))
+		trainFlags := []string{"--objective", "grpo", "--advantage", c.Train.Advantage, "--steps", itoa(c.Train.Steps), "--lr", ftoa(c.Train.LR),
+			"--max-stale", itoa(c.Train.MaxStale), "--seed", seedOf(c, 400+it)}
+		if c.Train.MiniGroups > 0 {
+			trainFlags = append(trainFlags, "--mini-groups", itoa(c.Train.MiniGroups))
+		}
+		add(fmt.Sprintf("it%02d-train", it), title("train (GRPO, "+c.Train.Advantage+")"), 2.7*float64(c.Train.Steps), it, []string{"train"}, trainFlags...)
+		if r := c.Sample.RecalibrateEvery; r > 0 && it%r == 0 && it < c.Iterations {
+			// EvoCUA-1.5 4.1: calibration repeats as the policy changes; the
+			// next sample folds these rollouts in and lets tasks back in.
+			add(fmt.Sprintf("it%02d-recalibrate", it), title("recalibrate the filtered-out tasks"), 0.2*float64(c.Sample.RecalibrateN)*10, it, []string{"rollout"},
+				append([]string{"--policy", "checkpoint", "--recalibrate", "--split", "train", "--n", itoa(c.Sample.RecalibrateN),
+					"--max-turns", itoa(c.Rollout.MaxTurns), "--seed", seedOf(c, 500+it), "--workers", w}, view...)...)
+		}
 		evalStep(it)
 	}
 	for _, a := range c.Audits {

@@ -15,12 +15,17 @@ type Plan struct {
 	Iteration int32
 	FromBatch bool   // the tasks are the sampled batch of Iteration
 	PoolFrom  string // "lake" or "builtin"
+	// Replayed lists the batch's AdaPR picks (channel adapr): they train
+	// from their buffered group, so they are not rolled out again.
+	Replayed []string
 }
 
 // PlanRun reads the task pool (the snapshot's tasks, or the simulator's
 // built-in pool when the lake has none) and picks the tasks: the newest
 // batch when it has not been rolled out yet, else the whole pool. The
 // iteration is the batch's, or one past the newest rolled-out iteration.
+// A batch's adapr picks are left out (Plan.Replayed): AdaPR replays a
+// stored group instead of rolling the task out again.
 // m may be nil for an empty lake.
 func PlanRun(ctx context.Context, l *lake.Lake, m *lake.Manifest) (*Plan, error) {
 	p := &Plan{PoolFrom: "lake"}
@@ -71,6 +76,10 @@ func PlanRun(ctx context.Context, l *lake.Lake, m *lake.Manifest) (*Plan, error)
 		sort.Slice(picked, func(a, b int) bool { return picked[a].Rank < picked[b].Rank })
 		seen := map[string]bool{}
 		for _, b := range picked {
+			if b.Channel == "adapr" {
+				p.Replayed = append(p.Replayed, b.TaskID)
+				continue
+			}
 			if t, ok := byID[b.TaskID]; ok && !seen[b.TaskID] { // one group per task per iteration
 				seen[b.TaskID] = true
 				p.Tasks = append(p.Tasks, t)

@@ -298,3 +298,63 @@ func (d *DynamicSampling) Kept() int { return len(d.groups) }
 
 // Dropped counts the zero-variance groups dropped so far.
 func (d *DynamicSampling) Dropped() int { return d.dropped }
+
+// Refill is one DAPO refill round of an iteration already rolled out.
+type Refill struct {
+	Informative int             // groups of the iteration whose rewards are not all equal (FilterGroups keeps them)
+	Groups      int             // all groups of the iteration
+	Rows        []schemas.Batch // the round's picks (channel dapo); none when Informative >= the target
+}
+
+// DAPORefill is DAPO's dynamic sampling in the lake's loop: trajs are the
+// iteration's rollouts, batch its batches rows so far, state the current
+// pass-rate state. When fewer than target groups are informative it draws
+// ceil(OverSample * (target - informative)) more tasks (capped at the
+// eligible ones), none drawn before in the iteration, with the round's own
+// stream (Request.Round = the rows so far, so each round differs), ranked
+// after the iteration's rows.
+func DAPORefill(state []schemas.PassRate, trajs []schemas.Trajectory, batch []schemas.Batch, iteration int32, target int, seed uint64) (*Refill, error) {
+	if target < 1 {
+		return nil, fmt.Errorf("%w: dapo refill target %d, want >= 1", ErrBatchSize, target)
+	}
+	kept, dropped, err := FilterGroups(trajs)
+	if err != nil {
+		return nil, err
+	}
+	groups := map[string]bool{}
+	for _, t := range kept {
+		groups[t.GroupID] = true
+	}
+	r := &Refill{Informative: len(groups), Groups: len(groups) + len(dropped)}
+	if r.Informative >= target {
+		return r, nil
+	}
+	exclude := map[string]bool{}
+	first := int32(0)
+	for _, b := range batch {
+		exclude[b.TaskID] = true
+		first = max(first, b.Rank+1)
+	}
+	for _, t := range trajs {
+		exclude[t.TaskID] = true
+	}
+	eligible := 0
+	for i := range state {
+		if state[i].InPool && !exclude[state[i].TaskID] {
+			eligible++
+		}
+	}
+	if eligible == 0 {
+		return nil, fmt.Errorf("%w: dapo refill of iteration %d: %d informative groups of %d wanted and every eligible task already drawn", ErrTooManyGenBatches, iteration, r.Informative, target)
+	}
+	d := NewDAPO()
+	want := min(d.GenSize(target-r.Informative), eligible)
+	// Select draws GenSize(BatchSize); ask for the batch that gives want.
+	rows, err := d.Select(state, Request{Iteration: iteration, BatchSize: min(target-r.Informative, eligible), Seed: seed,
+		Round: int32(len(batch)), FirstRank: first, Exclude: exclude})
+	if err != nil {
+		return nil, err
+	}
+	r.Rows = rows[:min(len(rows), want)]
+	return r, nil
+}

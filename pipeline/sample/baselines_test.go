@@ -135,3 +135,38 @@ func TestDynamicSampling(t *testing.T) {
 		t.Errorf("want 0: err %v", err)
 	}
 }
+
+// DAPO's refill draws ceil(3 (B - informative)) new tasks, none of the
+// iteration's, ranked after its rows; with B informative groups it draws
+// nothing.
+func TestDAPORefill(t *testing.T) {
+	pool := synthPool(60, 0, 5)
+	var trajs []schemas.Trajectory
+	var batch []schemas.Batch
+	for i := 0; i < 4; i++ {
+		task := pool[i].TaskID
+		g := task + "/1"
+		batch = append(batch, schemas.Batch{Iteration: 1, Rank: int32(i), TaskID: task, Sampler: NameDAPO, Channel: ChannelDAPO, Weight: 1})
+		// tasks 0 and 1 informative (rewards 1, 0), 2 and 3 flat (0, 0)
+		r := 0.0
+		if i < 2 {
+			r = 1
+		}
+		trajs = append(trajs, traj(g+"/0", task, g, 1, r, schemas.OutcomeSuccess), traj(g+"/1", task, g, 1, 0, schemas.OutcomeFailure))
+	}
+	ref, err := DAPORefill(pool, trajs, batch, 1, 4, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref.Informative != 2 || ref.Groups != 4 || len(ref.Rows) != 6 {
+		t.Fatalf("informative %d of %d, %d refill rows; want 2 of 4, 6 (3 x 2)", ref.Informative, ref.Groups, len(ref.Rows))
+	}
+	for k, r := range ref.Rows {
+		if r.Rank != int32(4+k) || r.Channel != ChannelDAPO || slices.ContainsFunc(batch, func(b schemas.Batch) bool { return b.TaskID == r.TaskID }) {
+			t.Fatalf("refill row %+v", r)
+		}
+	}
+	if ref, err := DAPORefill(pool, trajs, batch, 1, 2, 7); err != nil || len(ref.Rows) != 0 {
+		t.Fatalf("target met: %+v %v", ref, err)
+	}
+}

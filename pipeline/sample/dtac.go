@@ -26,19 +26,23 @@ type DTACParams struct {
 	// UnratedWeight is the VAS weight of a task never tried. 4P(1-P) needs
 	// a rate; 1, the weight of P = 0.5 (the most uncertain task), is ours.
 	UnratedWeight float64
+	// MaxStale is the staleness window of buffered groups (EvoCUA-1.5 5.2:
+	// 3): a group rolled out by policy version v leaves the buffer once the
+	// current version exceeds v + MaxStale.
+	MaxStale int32
 }
 
 // DefaultDTAC returns EvoCUA-1.5's table 8 values plus our AdaPR ratio and
 // unrated weight. The EMA (beta = 0.7) is EvoCUAEMA, applied by UpdateEMA.
 func DefaultDTAC() DTACParams {
-	return DTACParams{PLow: 0.125, PHigh: 0.375, MaxReplays: 3, AdaPRRatio: 0.125, ICSRatio: 0.025, UnratedWeight: 1}
+	return DTACParams{PLow: 0.125, PHigh: 0.375, MaxReplays: 3, AdaPRRatio: 0.125, ICSRatio: 0.025, UnratedWeight: 1, MaxStale: 3}
 }
 
 // Validate checks the parameters' domains.
 func (p DTACParams) Validate() error {
 	if !(p.PLow >= 0 && p.PLow <= p.PHigh && p.PHigh <= 1) || p.MaxReplays < 1 ||
 		!(p.AdaPRRatio >= 0 && p.AdaPRRatio <= 1) || !(p.ICSRatio >= 0 && p.ICSRatio <= 1) ||
-		p.AdaPRRatio+p.ICSRatio > 1 || !(p.UnratedWeight >= 0 && p.UnratedWeight <= 1) {
+		p.AdaPRRatio+p.ICSRatio > 1 || !(p.UnratedWeight >= 0 && p.UnratedWeight <= 1) || p.MaxStale < 0 {
 		return fmt.Errorf("%w: dtac %+v", ErrBadParams, p)
 	}
 	return nil
@@ -53,15 +57,20 @@ type ReplayItem struct {
 	GroupID   string
 	Iteration int32 // the iteration whose rollouts produced the group
 	Replays   int32 // how often it was replayed so far
+	// PolicyVersion, Trajectories and Successes describe the stored group
+	// (the trainer reads its trajectories and segments back).
+	PolicyVersion int32
+	Trajectories  []string
+	Successes     int32
 }
 
 // ReplayBuffer is AdaPR's buffer: at most one live group per task (a newer
 // qualifying group replaces the older, fresher data being nearer on-policy),
 // each replayed at most MaxReplays times.
 //
-// It is state, but never stored on its own: RebuildBuffer derives it from
-// the lake (pass_rates, the trajectories' groups and the batches rows with
-// channel "adapr"), so the sample stage can run from any snapshot.
+// The sample stage stores it after every selection as replay_buffer rows
+// (BufferRows) and reads it back from them (BufferFromRows), so a rebuilt
+// lake or a resumed run sees the same buffer.
 type ReplayBuffer struct {
 	items map[string]*ReplayItem
 }
@@ -96,8 +105,15 @@ func (b *ReplayBuffer) Lookup(taskID string) (ReplayItem, bool) {
 // several qualifying groups of one task, the one with most successes wins,
 // then the smaller group id.
 func (b *ReplayBuffer) Observe(groups []GroupOutcome, rows []schemas.PassRate, p DTACParams) error {
+	_, err := b.observe(groups, rows, p)
+	return err
+}
+
+// observe is Observe that also returns the items the new groups replaced,
+// sorted by task id.
+func (b *ReplayBuffer) observe(groups []GroupOutcome, rows []schemas.PassRate, p DTACParams) ([]ReplayItem, error) {
 	if err := p.Validate(); err != nil {
-		return err
+		return nil, err
 	}
 	rate := make(map[string]*schemas.PassRate, len(groups))
 	for _, g := range groups {
@@ -112,10 +128,10 @@ func (b *ReplayBuffer) Observe(groups []GroupOutcome, rows []schemas.PassRate, p
 	for _, g := range groups {
 		r := rate[g.TaskID]
 		if r == nil {
-			return fmt.Errorf("%w: group %q: task %q has no pass-rate row", ErrBadInput, g.GroupID, g.TaskID)
+			return nil, fmt.Errorf("%w: group %q: task %q has no pass-rate row", ErrBadInput, g.GroupID, g.TaskID)
 		}
 		if r.Iteration != g.Iteration {
-			return fmt.Errorf("%w: group %q is from iteration %d but task %q's pass-rate row is from %d", ErrBadInput, g.GroupID, g.Iteration, g.TaskID, r.Iteration)
+			return nil, fmt.Errorf("%w: group %q is from iteration %d but task %q's pass-rate row is from %d", ErrBadInput, g.GroupID, g.Iteration, g.TaskID, r.Iteration)
 		}
 		if g.Successes < 1 || !r.Feasible || r.EMA == nil || *r.EMA < p.PLow || *r.EMA > p.PHigh {
 			continue
@@ -125,10 +141,16 @@ func (b *ReplayBuffer) Observe(groups []GroupOutcome, rows []schemas.PassRate, p
 		}
 		best[g.TaskID] = g
 	}
+	var replaced []ReplayItem
 	for task, g := range best {
-		b.items[task] = &ReplayItem{TaskID: task, GroupID: g.GroupID, Iteration: g.Iteration}
+		if old, ok := b.items[task]; ok {
+			replaced = append(replaced, *old)
+		}
+		b.items[task] = &ReplayItem{TaskID: task, GroupID: g.GroupID, Iteration: g.Iteration, PolicyVersion: g.PolicyVersion,
+			Trajectories: g.Trajectories, Successes: g.Successes}
 	}
-	return nil
+	slices.SortFunc(replaced, func(x, y ReplayItem) int { return strings.Compare(x.TaskID, y.TaskID) })
+	return replaced, nil
 }
 
 // consume counts one replay of a task's item and drops it at the cap.
@@ -142,67 +164,6 @@ func (b *ReplayBuffer) consume(taskID string, maxReplays int32) (ReplayItem, err
 		delete(b.items, taskID)
 	}
 	return *it, nil
-}
-
-// RebuildBuffer reconstructs the buffer as it stands before the selection of
-// iteration upTo, from the lake: history (pass_rates rows of every
-// iteration), groups (GroupOutcomes of the trajectories) and batches (rows
-// of every iteration; only channel "adapr" matters). It replays the
-// in-memory order of a run: for each iteration t < upTo, first the replays
-// selected for t, then the groups rolled out in t.
-func RebuildBuffer(history []schemas.PassRate, groups []GroupOutcome, batches []schemas.Batch, upTo int32, p DTACParams) (*ReplayBuffer, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	rowsAt := map[int32][]schemas.PassRate{}
-	for _, r := range history {
-		if r.Iteration < upTo {
-			rowsAt[r.Iteration] = append(rowsAt[r.Iteration], r)
-		}
-	}
-	groupsAt := map[int32][]GroupOutcome{}
-	for _, g := range groups {
-		if g.Iteration < upTo {
-			groupsAt[g.Iteration] = append(groupsAt[g.Iteration], g)
-		}
-	}
-	replaysAt := map[int32][]schemas.Batch{}
-	for _, r := range batches {
-		if r.Channel == ChannelAdaPR && r.Iteration < upTo {
-			replaysAt[r.Iteration] = append(replaysAt[r.Iteration], r)
-		}
-	}
-	iters := map[int32]bool{}
-	for t := range rowsAt {
-		iters[t] = true
-	}
-	for t := range groupsAt {
-		iters[t] = true
-	}
-	for t := range replaysAt {
-		iters[t] = true
-	}
-	order := make([]int32, 0, len(iters))
-	for t := range iters {
-		order = append(order, t)
-	}
-	slices.Sort(order)
-	buf := NewReplayBuffer()
-	for _, t := range order {
-		rs := replaysAt[t]
-		sort.Slice(rs, func(a, b int) bool { return rs[a].Rank < rs[b].Rank })
-		for _, r := range rs {
-			if _, err := buf.consume(r.TaskID, p.MaxReplays); err != nil {
-				return nil, fmt.Errorf("rebuilding the adapr buffer at iteration %d: %w", t, err)
-			}
-		}
-		if len(groupsAt[t]) > 0 {
-			if err := buf.Observe(groupsAt[t], rowsAt[t], p); err != nil {
-				return nil, fmt.Errorf("rebuilding the adapr buffer at iteration %d: %w", t, err)
-			}
-		}
-	}
-	return buf, nil
 }
 
 // DTAC is EvoCUA-1.5's Dynamic Tri-Adaptive Curriculum. A batch of B

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cualake/cualake/schemas"
@@ -165,9 +166,10 @@ func TestAdaPRReplayCap(t *testing.T) {
 	}
 }
 
-// A run in memory and the buffer rebuilt from its tables must agree at every
-// iteration.
-func TestRebuildBufferFromTables(t *testing.T) {
+// A run in memory and the sample stage, which stores the buffer as
+// replay_buffer rows and reads it back every iteration, must agree at every
+// iteration; replays reach the cap and leave, and stale groups leave.
+func TestBufferPersistedByTheStage(t *testing.T) {
 	const nTasks, b, n = 120, 16, 8
 	truth := map[string]float64{}
 	tasks := make([]schemas.Task, nTasks)
@@ -180,10 +182,6 @@ func TestRebuildBufferFromTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var history []schemas.PassRate
-	var allGroups []GroupOutcome
-	var batches []schemas.Batch
-	snapshots := map[int32][]ReplayItem{}
 	rollout := func(task string, it int32) []schemas.Trajectory {
 		var out []schemas.Trajectory
 		g := fmt.Sprintf("%s/%d", task, it)
@@ -196,38 +194,64 @@ func TestRebuildBufferFromTables(t *testing.T) {
 		}
 		return out
 	}
-	// Iteration 0: the initial pass over every task.
 	var trs []schemas.Trajectory
 	for _, tk := range tasks {
 		trs = append(trs, rollout(tk.TaskID, 0)...)
 	}
 	d := NewDTAC()
+	d.Params.AdaPRRatio = 0.5 // replays often enough to reach the cap
 	ema := EvoCUAEMA()
 	ema.PMin, ema.PMax = 0, 1
+	p := DefaultStageParams()
+	p.Sampler, p.BatchSize, p.Seed, p.EMA, p.DTAC = NameDTAC, b, 77, ema, d.Params
+	in := StageInput{Tasks: tasks, PolicyVersion: -1}
 	step := func(it int32, trs []schemas.Trajectory) {
 		pool, err = UpdateEMA(pool, trs, it, ema)
 		if err != nil {
 			t.Fatal(err)
 		}
-		history = append(history, pool...)
 		gs, err := GroupOutcomes(trs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		allGroups = append(allGroups, gs...)
 		if err := d.Buffer.Observe(gs, pool, d.Params); err != nil {
 			t.Fatal(err)
 		}
+		in.Trajectories = append(in.Trajectories, trs...)
 	}
 	step(0, trs)
-	replayed := 0
+	replayed, capped := 0, 0
 	for it := int32(1); it <= 25; it++ {
-		snapshots[it] = d.Buffer.Items()
 		rows, err := d.Select(pool, Request{Iteration: it, BatchSize: b, Seed: 77})
 		if err != nil {
 			t.Fatal(err)
 		}
-		batches = append(batches, rows...)
+		out, err := RunStage(in, p)
+		if err != nil {
+			t.Fatalf("iteration %d: %v", it, err)
+		}
+		if !slices.Equal(out.Batch, rows) {
+			t.Fatalf("iteration %d: the stage picked %v, in memory %v", it, out.Batch, rows)
+		}
+		var live []ReplayItem
+		for _, r := range out.Buffer {
+			if r.State == schemas.ReplayLive {
+				live = append(live, ReplayItem{TaskID: r.TaskID, GroupID: r.GroupID, Iteration: r.GroupIteration, Replays: r.Replays,
+					PolicyVersion: r.PolicyVersion, Trajectories: r.Trajectories, Successes: r.Successes})
+			}
+			if r.State == schemas.ReplayCapped {
+				capped++
+				if r.Replays != d.Params.MaxReplays || !r.Replayed {
+					t.Fatalf("capped row %+v", r)
+				}
+			}
+		}
+		if fmt.Sprint(live) != fmt.Sprint(d.Buffer.Items()) {
+			t.Fatalf("iteration %d: stored buffer %v, in memory %v", it, live, d.Buffer.Items())
+		}
+		in.History = append(in.History, out.PassRates...)
+		in.Batches = append(in.Batches, out.Batch...)
+		in.Buffer = append(in.Buffer, out.Buffer...)
 		trs = nil
 		for _, r := range rows {
 			if r.Channel == ChannelAdaPR {
@@ -238,22 +262,35 @@ func TestRebuildBufferFromTables(t *testing.T) {
 		}
 		step(it, trs)
 	}
-	if replayed == 0 {
-		t.Fatal("the run never replayed; the test exercises nothing")
+	if replayed == 0 || capped == 0 {
+		t.Fatalf("replayed %d, capped %d: the test exercises nothing", replayed, capped)
 	}
-	for it, want := range snapshots {
-		got, err := RebuildBuffer(history, allGroups, batches, it, d.Params)
-		if err != nil {
-			t.Fatal(err)
+	// Policy version 10 puts every group (version 0) out of the window.
+	in.PolicyVersion = 10
+	out, err := RunStage(in, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := 0
+	for _, r := range out.Buffer {
+		if r.State == schemas.ReplayLive {
+			t.Fatalf("live after every group went stale: %+v", r)
 		}
-		if !slices.Equal(got.Items(), want) {
-			t.Fatalf("iteration %d: rebuilt %v, in memory %v", it, got.Items(), want)
+		if r.State == schemas.ReplayStale {
+			stale++
+		}
+		if r.Replayed {
+			t.Fatalf("a stale group was replayed: %+v", r)
 		}
 	}
-	// A replay the buffer cannot explain is an inconsistent lake.
-	bogus := append(slices.Clone(batches), schemas.Batch{Iteration: 3, Rank: 99, TaskID: "t000", Channel: ChannelAdaPR, Sampler: NameDTAC})
-	if _, err := RebuildBuffer(history, allGroups, bogus, 26, d.Params); !errors.Is(err, ErrBadInput) {
-		t.Errorf("bogus replay: err %v", err)
+	if stale == 0 {
+		t.Fatal("nothing went stale")
+	}
+	// Two live groups of one task: an inconsistent table, named.
+	bad := []schemas.ReplayItem{{Iteration: 3, TaskID: "t001", GroupID: "a", State: schemas.ReplayLive, Trajectories: []string{"x"}},
+		{Iteration: 3, TaskID: "t001", GroupID: "b", State: schemas.ReplayLive, Trajectories: []string{"y"}}}
+	if _, err := BufferFromRows(bad, 4); !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "t001") {
+		t.Errorf("two live groups: err %v", err)
 	}
 }
 
@@ -287,5 +324,41 @@ func TestVASFrequencies(t *testing.T) {
 	}
 	if x := chiSquare(obs, exp); x > chi2Crit999[5] {
 		t.Errorf("chi-square %.2f: observed %v expected %v", x, obs, exp)
+	}
+}
+
+// At the demo's B = 32, --ics-ratio 0.04 (or 1/32) makes ICS draw one
+// infeasible task every batch, where the paper's 0.025 draws none.
+func TestICSRatioAtDemoBatch(t *testing.T) {
+	pool := synthPool(200, 0, 3)
+	for i := 0; i < 200; i += 10 {
+		pool[i].Feasible = false
+	}
+	cases := []struct {
+		ratio float64
+		b     int
+		want  int
+	}{{0.025, 32, 0}, {0.04, 32, 1}, {1.0 / 32, 32, 1}, {0.1, 32, 3}}
+	for _, c := range cases {
+		d := NewDTAC()
+		d.Params.ICSRatio = c.ratio
+		for it := int32(1); it <= 5; it++ {
+			rows, err := d.Select(pool, Request{Iteration: it, BatchSize: c.b, Seed: 9})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, r := range rows {
+				if r.Channel == ChannelICS {
+					n++
+					if pool[slices.IndexFunc(pool, func(p schemas.PassRate) bool { return p.TaskID == r.TaskID })].Feasible {
+						t.Fatalf("ICS drew feasible task %s", r.TaskID)
+					}
+				}
+			}
+			if n != c.want || len(rows) != c.b {
+				t.Fatalf("rho %v, B %d: %d ICS tasks of %d, want %d", c.ratio, c.b, n, len(rows), c.want)
+			}
+		}
 	}
 }

@@ -32,17 +32,53 @@ type EMAParams struct {
 	// for the first time it stays in the pool only if PMin <= observed <=
 	// PMax (ScaleCUA: [0.1, 0.9]). PMin = 0 and PMax = 1 disable the filter.
 	PMin, PMax float64
+	// Rule records where Alpha came from, for the snapshot params: RuleAlpha
+	// (ScaleCUA's alpha, given or defaulted) or RuleBeta (EvoCUA's beta;
+	// Beta is then the beta and Alpha = 1 - Beta). Empty is RuleAlpha.
+	Rule string  `json:",omitempty"`
+	Beta float64 `json:",omitempty"`
+}
+
+// EMA rules (EMAParams.Rule).
+const (
+	RuleAlpha = "scalecua-alpha" // p <- (1-alpha) p + alpha obs, ScaleCUA eq. 1
+	RuleBeta  = "evocua-beta"    // P <- beta P + (1-beta) obs, EvoCUA-1.5 eq. 16
+)
+
+// ResolveEMA picks the EMA a sampler runs with. An explicit beta (the
+// --ema-beta flag) wins; else an explicit alpha; else each sampler's paper
+// default: DTAC uses EvoCUA-1.5's beta = 0.7 (eq. 16), every other sampler
+// ScaleCUA's alpha = 0.2. Giving both alpha and beta is an error: they are
+// the same knob.
+func ResolveEMA(sampler string, alpha, beta *float64, pmin, pmax float64) (EMAParams, error) {
+	p := EMAParams{PMin: pmin, PMax: pmax}
+	switch {
+	case alpha != nil && beta != nil:
+		return p, fmt.Errorf("%w: both an ema alpha (%v) and an ema beta (%v): give one (alpha = 1 - beta)", ErrBadParams, *alpha, *beta)
+	case beta != nil:
+		p.Rule, p.Beta, p.Alpha = RuleBeta, *beta, AlphaFromBeta(*beta)
+		if !(*beta >= 0 && *beta < 1) {
+			return p, fmt.Errorf("%w: ema beta is %v, want [0, 1)", ErrBadParams, *beta)
+		}
+	case alpha != nil:
+		p.Rule, p.Alpha = RuleAlpha, *alpha
+	case sampler == NameDTAC:
+		p.Rule, p.Beta, p.Alpha = RuleBeta, EvoCUABeta, AlphaFromBeta(EvoCUABeta)
+	default:
+		p.Rule, p.Alpha = RuleAlpha, ScaleCUAAlpha
+	}
+	return p, p.Validate()
 }
 
 // DefaultEMA returns ScaleCUA's parameters: alpha 0.2, pool [0.1, 0.9].
 func DefaultEMA() EMAParams {
-	return EMAParams{Alpha: ScaleCUAAlpha, PMin: DefaultPMin, PMax: DefaultPMax}
+	return EMAParams{Alpha: ScaleCUAAlpha, PMin: DefaultPMin, PMax: DefaultPMax, Rule: RuleAlpha}
 }
 
 // EvoCUAEMA returns EvoCUA-1.5's EMA (beta 0.7, so alpha 0.3) with the same
 // initial pool filter.
 func EvoCUAEMA() EMAParams {
-	return EMAParams{Alpha: AlphaFromBeta(EvoCUABeta), PMin: DefaultPMin, PMax: DefaultPMax}
+	return EMAParams{Alpha: AlphaFromBeta(EvoCUABeta), PMin: DefaultPMin, PMax: DefaultPMax, Rule: RuleBeta, Beta: EvoCUABeta}
 }
 
 // AlphaFromBeta maps EvoCUA's beta (weight of the old estimate) to Alpha.
@@ -322,6 +358,10 @@ type GroupOutcome struct {
 	// RewardsEqual is true when every rollout of the group has the same
 	// reward: a zero-variance group that teaches GRPO nothing.
 	RewardsEqual bool
+	// PolicyVersion is the oldest policy version among its rollouts;
+	// Trajectories lists every rollout's id, sorted.
+	PolicyVersion int32
+	Trajectories  []string
 }
 
 // GroupOutcomes groups trajectories by group id, sorted by (iteration,
@@ -346,9 +386,12 @@ func GroupOutcomes(trajs []schemas.Trajectory) ([]GroupOutcome, error) {
 		}
 		a, ok := groups[t.GroupID]
 		if !ok {
-			a = &acc{g: GroupOutcome{GroupID: t.GroupID, TaskID: t.TaskID, Iteration: t.Iteration, RewardsEqual: true}, firstTrajectory: t.TrajectoryID}
+			a = &acc{g: GroupOutcome{GroupID: t.GroupID, TaskID: t.TaskID, Iteration: t.Iteration, RewardsEqual: true, PolicyVersion: t.PolicyVersion},
+				firstTrajectory: t.TrajectoryID}
 			groups[t.GroupID] = a
 		}
+		a.g.PolicyVersion = min(a.g.PolicyVersion, t.PolicyVersion)
+		a.g.Trajectories = append(a.g.Trajectories, t.TrajectoryID)
 		if a.g.TaskID != t.TaskID || a.g.Iteration != t.Iteration {
 			return nil, fmt.Errorf("%w: group %q mixes task %q/iteration %d (trajectory %q) with task %q/iteration %d (trajectory %q)",
 				ErrBadInput, t.GroupID, a.g.TaskID, a.g.Iteration, a.firstTrajectory, t.TaskID, t.Iteration, t.TrajectoryID)
@@ -368,6 +411,7 @@ func GroupOutcomes(trajs []schemas.Trajectory) ([]GroupOutcome, error) {
 	}
 	out := make([]GroupOutcome, 0, len(groups))
 	for _, a := range groups {
+		slices.Sort(a.g.Trajectories)
 		out = append(out, a.g)
 	}
 	slices.SortFunc(out, func(a, b GroupOutcome) int {

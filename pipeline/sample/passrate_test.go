@@ -245,3 +245,103 @@ func TestInPool(t *testing.T) {
 		}
 	}
 }
+
+func TestResolveEMAPerSampler(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	cases := []struct {
+		sampler     string
+		alpha, beta *float64
+		want        float64
+		rule        string
+	}{
+		{NameDTAC, nil, nil, 0.3, RuleBeta}, // EvoCUA-1.5 eq. 16, beta 0.7
+		{NameFrontier, nil, nil, 0.2, RuleAlpha},
+		{NameUniform, nil, nil, 0.2, RuleAlpha},
+		{NameDTAC, nil, f(0.9), 0.1, RuleBeta},
+		{NameDTAC, f(0.2), nil, 0.2, RuleAlpha}, // an explicit alpha wins over the sampler's default
+		{NameFrontier, nil, f(0.7), 0.3, RuleBeta},
+	}
+	for _, c := range cases {
+		p, err := ResolveEMA(c.sampler, c.alpha, c.beta, 0.1, 0.9)
+		if err != nil {
+			t.Fatalf("%s: %v", c.sampler, err)
+		}
+		near(t, c.sampler+" alpha", p.Alpha, c.want)
+		if p.Rule != c.rule || (c.rule == RuleBeta && math.Abs(p.Beta-(1-c.want)) > 1e-12) {
+			t.Fatalf("%s: rule %q beta %v, want %q", c.sampler, p.Rule, p.Beta, c.rule)
+		}
+	}
+	if _, err := ResolveEMA(NameDTAC, f(0.2), f(0.7), 0.1, 0.9); !errors.Is(err, ErrBadParams) {
+		t.Fatalf("alpha and beta together: %v", err)
+	}
+	if _, err := ResolveEMA(NameDTAC, nil, f(1), 0.1, 0.9); !errors.Is(err, ErrBadParams) || !strings.Contains(err.Error(), "beta") {
+		t.Fatalf("beta 1 (alpha 0): %v", err)
+	}
+	// The two rules fold the same observation differently.
+	prev := []schemas.PassRate{{TaskID: "a", InPool: true, Feasible: true, EMA: f(0.5)}}
+	obs := []schemas.Trajectory{{TrajectoryID: "a-1", TaskID: "a", GroupID: "g", Iteration: 1, Outcome: schemas.OutcomeSuccess, Reward: 1}}
+	for _, s := range []string{NameDTAC, NameFrontier} {
+		p, _ := ResolveEMA(s, nil, nil, 0.1, 0.9)
+		rows, err := UpdateEMA(prev, obs, 1, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]float64{NameDTAC: 0.7*0.5 + 0.3, NameFrontier: 0.8*0.5 + 0.2}[s]
+		near(t, s+" ema", *rows[0].EMA, want)
+	}
+}
+
+// Recalibration rollouts of filtered-out tasks bring back those whose new
+// rate lies in [p_min, p_max]; the others stay out, and OutOfPool names
+// exactly the tasks to recalibrate.
+func TestRecalibrationReentry(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	tasks := []schemas.Task{{TaskID: "a", Feasible: true}, {TaskID: "b", Feasible: true}, {TaskID: "c", Feasible: true}, {TaskID: "d", Feasible: true}}
+	history := []schemas.PassRate{
+		{TaskID: "a", Iteration: 0, EMA: f(0.5), InPool: true, Feasible: true},
+		{TaskID: "b", Iteration: 0, EMA: f(0), InPool: false, Feasible: true},
+		{TaskID: "c", Iteration: 0, EMA: f(1), InPool: false, Feasible: true},
+		{TaskID: "d", Iteration: 0, EMA: f(0.4), InPool: true, Feasible: true},
+	}
+	state, err := Latest(history, tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := OutOfPool(state); !slices.Equal(got, []string{"b", "c"}) {
+		t.Fatalf("out of pool: %v", got)
+	}
+	group := func(task, source string, rewards ...float64) []schemas.Trajectory {
+		var out []schemas.Trajectory
+		for i, r := range rewards {
+			o := schemas.OutcomeFailure
+			if r > 0 {
+				o = schemas.OutcomeSuccess
+			}
+			out = append(out, schemas.Trajectory{TrajectoryID: task + string(rune('0'+i)), TaskID: task, GroupID: task + "/1", Iteration: 1,
+				Outcome: o, Reward: r, Source: source})
+		}
+		return out
+	}
+	in := StageInput{Tasks: tasks, History: history, PolicyVersion: -1,
+		Trajectories: group("a", "rollout", 1, 0),
+		Calibration:  append(group("b", SourceCalibration, 1, 0, 0, 0), group("c", SourceCalibration, 1, 1, 1, 1)...)}
+	p := DefaultStageParams()
+	p.Sampler, p.BatchSize = NameUniform, 1
+	out, err := RunStage(in, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(out.Reentered, []string{"b"}) {
+		t.Fatalf("re-entered %v, want [b] (0.25 in [0.1, 0.9]; c's 1.0 is not)", out.Reentered)
+	}
+	pool := map[string]bool{}
+	for _, r := range out.PassRates {
+		pool[r.TaskID] = r.InPool
+		if r.TaskID == "b" && (r.Rollouts != 4 || *r.Observed != 0.25) {
+			t.Fatalf("b's row %+v", r)
+		}
+	}
+	if !pool["a"] || !pool["b"] || pool["c"] || !pool["d"] {
+		t.Fatalf("in_pool after recalibration: %v", pool)
+	}
+}

@@ -2,9 +2,49 @@ package sample
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cualake/cualake/schemas"
 )
+
+// SourceCalibration is trajectories.source of recalibration rollouts: a
+// small group per task filtered out of the pool, rolled out every few
+// iterations (EvoCUA-1.5 4.1: calibration is repeated as the policy
+// changes). They update pass rates and may bring a task back; the trainer
+// never trains on them.
+const SourceCalibration = "calibration"
+
+// Reenter puts recalibrated tasks back into the pool: a feasible task out
+// of the pool, with rollouts in rows (calibrated lists the tasks that had
+// recalibration rollouts), re-enters when its new observed rate lies in
+// [PMin, PMax]. It returns the tasks that re-entered, sorted.
+func Reenter(rows []schemas.PassRate, calibrated map[string]bool, p EMAParams) []string {
+	var out []string
+	for i := range rows {
+		r := &rows[i]
+		if !calibrated[r.TaskID] || r.InPool || !r.Feasible || r.Observed == nil {
+			continue
+		}
+		if InPool(*r.Observed, p.PMin, p.PMax) {
+			r.InPool = true
+			out = append(out, r.TaskID)
+		}
+	}
+	return out
+}
+
+// OutOfPool returns the feasible tasks the current pass-rate state (Latest)
+// holds out of the pool: the tasks recalibration rolls out, sorted.
+func OutOfPool(state []schemas.PassRate) []string {
+	var out []string
+	for i := range state {
+		if !state[i].InPool && state[i].Feasible && state[i].EMA != nil {
+			out = append(out, state[i].TaskID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // StageParams configure one run of the sample stage.
 type StageParams struct {
@@ -28,6 +68,13 @@ type StageInput struct {
 	History      []schemas.PassRate
 	Trajectories []schemas.Trajectory // training rollouts (source rollout) only
 	Batches      []schemas.Batch
+	// Calibration holds the recalibration rollouts (source calibration) of
+	// the iteration to fold in: tasks out of the pool that may re-enter.
+	Calibration []schemas.Trajectory
+	// Buffer is the replay_buffer table (DTAC), PolicyVersion the newest
+	// checkpoint's version (-1: none), which the staleness window counts from.
+	Buffer        []schemas.ReplayItem
+	PolicyVersion int32
 }
 
 // StageOutput is what the stage commits.
@@ -38,11 +85,17 @@ type StageOutput struct {
 	Iteration int32              // the iteration the batch is for
 	InPool    int                // tasks eligible after filtering
 	Rated     int                // tasks with an EMA
+	// Buffer is DTAC's replay_buffer rows for Iteration (nil for the
+	// other samplers).
+	Buffer []schemas.ReplayItem
+	// Reentered lists the tasks recalibration put back into the pool.
+	Reentered []string
 }
 
 // NewSampler returns the named sampler, set up from the history where it
-// needs state (DTAC's replay buffer, the curriculum's initial rates).
-func NewSampler(p StageParams, history []schemas.PassRate, trajs []schemas.Trajectory, batches []schemas.Batch, iteration int32) (Sampler, error) {
+// needs state (the curriculum's initial rates). DTAC starts with an empty
+// buffer; RunStage fills it from the replay_buffer table.
+func NewSampler(p StageParams, history []schemas.PassRate) (Sampler, error) {
 	switch p.Sampler {
 	case NameUniform:
 		return Uniform{}, nil
@@ -53,15 +106,7 @@ func NewSampler(p StageParams, history []schemas.PassRate, trajs []schemas.Traje
 	case NameDAPO:
 		return NewDAPO(), nil
 	case NameDTAC:
-		groups, err := GroupOutcomes(trajs)
-		if err != nil {
-			return nil, err
-		}
-		buf, err := RebuildBuffer(history, groups, batches, iteration, p.DTAC)
-		if err != nil {
-			return nil, err
-		}
-		return &DTAC{Params: p.DTAC, Buffer: buf}, nil
+		return &DTAC{Params: p.DTAC, Buffer: NewReplayBuffer()}, nil
 	}
 	return nil, fmt.Errorf("%w: unknown sampler %q (want uniform, frontier, dtac, curriculum or dapo)", ErrBadParams, p.Sampler)
 }
@@ -106,16 +151,31 @@ func RunStage(in StageInput, p StageParams) (*StageOutput, error) {
 				newest = append(newest, t)
 			}
 		}
+		calib := map[string]bool{}
+		for _, t := range in.Calibration {
+			if t.Iteration == lastRolled {
+				newest = append(newest, t)
+				calib[t.TaskID] = true
+			}
+		}
 		rows, err := UpdateEMA(state, newest, lastRolled, p.EMA)
 		if err != nil {
 			return nil, err
 		}
+		out.Reentered = Reenter(rows, calib, p.EMA)
 		out.PassRates, out.Observed, state = rows, lastRolled, rows
 		history = append(append([]schemas.PassRate{}, in.History...), rows...)
 	}
-	s, err := NewSampler(p, history, in.Trajectories, in.Batches, out.Iteration)
+	s, err := NewSampler(p, history)
 	if err != nil {
 		return nil, err
+	}
+	var step *bufferStep
+	if d, ok := s.(*DTAC); ok {
+		if step, err = newBufferStep(in, out.PassRates, out.Observed, out.Iteration, p.DTAC); err != nil {
+			return nil, err
+		}
+		d.Buffer = step.buf
 	}
 	for i := range state {
 		if state[i].InPool {
@@ -128,6 +188,9 @@ func RunStage(in StageInput, p StageParams) (*StageOutput, error) {
 	out.Batch, err = s.Select(state, Request{Iteration: out.Iteration, BatchSize: p.BatchSize, Seed: uint64(p.Seed)})
 	if err != nil {
 		return nil, fmt.Errorf("sample iteration %d with %s: %w", out.Iteration, p.Sampler, err)
+	}
+	if step != nil {
+		out.Buffer = step.rows(out.Iteration, s.(*DTAC).Replayed, p.DTAC.MaxReplays)
 	}
 	FillWeights(out.PassRates, s)
 	return out, nil

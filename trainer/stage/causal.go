@@ -426,31 +426,11 @@ func runCausalGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params
 	if err != nil {
 		return nil, err
 	}
-	newest := int32(-1)
-	var trajs []schemas.Trajectory
-	err = lake.ScanTable(ctx, l, m, schemas.Trajectories, 4096, func(rows []schemas.Trajectory) error {
-		for _, r := range rows {
-			if r.Source == "rollout" && r.Policy == "checkpoint" {
-				newest = max(newest, r.Iteration)
-				trajs = append(trajs, r)
-			}
-		}
-		return nil
-	})
+	set, err := SelectTrainSet(ctx, l, m, prev.Version, prev.Version+1, p.MaxStale)
 	if err != nil {
 		return nil, err
 	}
-	var batch []schemas.Trajectory
-	for _, t := range trajs {
-		if t.Iteration == newest && t.Outcome != schemas.OutcomeError {
-			batch = append(batch, t)
-		}
-	}
-	kept, dropped, err := advantage.FilterStale(batch, prev.Version, p.MaxStale,
-		func(t schemas.Trajectory) int32 { return t.PolicyVersion }, func(t schemas.Trajectory) string { return t.TrajectoryID })
-	if err != nil {
-		return nil, err
-	}
+	newest, kept := set.Newest, set.Trajectories
 	keep := map[string]bool{}
 	for _, t := range kept {
 		keep[t.TrajectoryID] = true
@@ -507,7 +487,7 @@ func runCausalGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params
 		items = append(items, it)
 	}
 	version, parent := nextVersion(prev)
-	out := &Output{Items: len(items), Dropped: len(dropped), SegmentsFrom: from}
+	out := &Output{Items: len(items), Dropped: set.Dropped, DroppedGroups: set.DroppedGroups, Replayed: set.Replayed, Groups: set.Groups, SegmentsFrom: from}
 	if len(rows) > 0 {
 		out.Mode = rows[0].Mode
 	}
@@ -528,7 +508,7 @@ func runCausalGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params
 		mbs, err = advantage.MiniGroups(items, group, p.Batch)
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("train --mini-groups %d: %w", p.Groups, err)
 	}
 	lr := p.LR
 	opt, err := trainer.NewOptimizerOver(model.Parameters(), lr)

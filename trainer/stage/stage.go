@@ -39,7 +39,7 @@ type Params struct {
 	Advantage   string  `json:"advantage"`        // grpo, stepo, naive (grpo objective)
 	Steps       int     `json:"steps"`            // optimiser steps
 	Batch       int     `json:"batch"`            // items per mini-batch (whole groups for grpo)
-	Groups      int     `json:"groups,omitempty"` // grpo: mini-batches of this many whole groups instead of Batch items (0: by Batch)
+	Groups      int     `json:"groups,omitempty"` // grpo: mini-batches of exactly this many whole groups instead of Batch items (0: by Batch)
 	LR          float64 `json:"lr"`
 	Seed        int64   `json:"seed"`
 	Device      string  `json:"device"`
@@ -109,6 +109,11 @@ type Output struct {
 	Metrics    []schemas.TrainMetric
 	Items      int
 	Dropped    int // stale rollouts dropped
+	// DroppedGroups counts the groups dropped as stale, Replayed the AdaPR
+	// replays trained on; Groups is the train_groups rows (policy lag of
+	// every group considered).
+	DroppedGroups, Replayed int
+	Groups                  []schemas.TrainGroup
 	// Tokens and TrainableTokens count the items' tokens and trained tokens
 	// (causal policy: the segments rows; encoder-decoder: 0).
 	Tokens, TrainableTokens int64
@@ -347,26 +352,16 @@ func runGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params, prev
 		return nil, err
 	}
 	defer ref.Close()
-	newest := int32(-1)
-	err = lake.ScanTable(ctx, l, m, schemas.Trajectories, 4096, func(rows []schemas.Trajectory) error {
-		for _, r := range rows {
-			if r.Source == "rollout" {
-				newest = max(newest, r.Iteration)
-			}
-		}
-		return nil
-	})
+	set, err := SelectTrainSet(ctx, l, m, prev.Version, prev.Version+1, p.MaxStale)
 	if err != nil {
 		return nil, err
 	}
-	eps, trees, _, err := episodes(ctx, l, m, func(t *schemas.Trajectory) bool {
-		return t.Source == "rollout" && t.Iteration == newest && t.Policy == "checkpoint" && t.Outcome != schemas.OutcomeError
-	})
-	if err != nil {
-		return nil, err
+	keep := make(map[string]bool, len(set.Trajectories))
+	for _, t := range set.Trajectories {
+		keep[t.TrajectoryID] = true
 	}
-	kept, dropped, err := advantage.FilterStale(eps, prev.Version, p.MaxStale,
-		func(e agent.Episode) int32 { return e.Trajectory.PolicyVersion }, func(e agent.Episode) string { return e.Trajectory.TrajectoryID })
+	newest := set.Newest
+	kept, trees, _, err := episodes(ctx, l, m, func(t *schemas.Trajectory) bool { return keep[t.TrajectoryID] })
 	if err != nil {
 		return nil, err
 	}
@@ -396,16 +391,21 @@ func runGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params, prev
 		}
 	}
 	version, parent := nextVersion(prev)
-	out := &Output{Items: len(tagged), Dropped: len(dropped)}
+	out := &Output{Items: len(tagged), Dropped: set.Dropped, DroppedGroups: set.DroppedGroups, Replayed: set.Replayed, Groups: set.Groups}
 	lr := p.LR
 	if len(tagged) == 0 {
 		// Every group had zero variance: nothing to learn; the policy is
 		// carried forward unchanged as the next version.
 		return finish(model, out, version, parent, "grpo", p, newest)
 	}
-	mbs, err := advantage.MiniGroups(tagged, func(x gi) string { return x.g }, p.Batch)
+	var mbs [][]gi
+	if p.Groups > 0 {
+		mbs, err = advantage.MiniGroupsByCount(tagged, func(x gi) string { return x.g }, p.Groups)
+	} else {
+		mbs, err = advantage.MiniGroups(tagged, func(x gi) string { return x.g }, p.Batch)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("train --mini-groups %d: %w", p.Groups, err)
 	}
 	opt, err := trainer.NewOptimizer(model, lr)
 	if err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/progress"
 	"github.com/cualake/cualake/pipeline/rollout"
+	"github.com/cualake/cualake/pipeline/sample"
 	"github.com/cualake/cualake/pipeline/segment"
 	"github.com/cualake/cualake/pipeline/shard"
 	"github.com/cualake/cualake/schemas"
@@ -56,6 +58,8 @@ lacks) fail the run, each named with what blocks it, unless --skip-unsupported l
 			&cli.IntFlag{Name: "window", Value: segment.DefaultWindow, Usage: "causal checkpoint, step context: previous turns kept in full"},
 			&cli.StringFlag{Name: "env", Value: rollout.EnvSim, Usage: "sim (the embedded simulator) or osworld (an OSWorld desktop server: a VM, or cualake simdesk serve; one episode at a time)"},
 			&cli.StringFlag{Name: "osworld-url", Usage: "--env osworld: the desktop server's URL, e.g. http://192.168.1.5:5000"},
+			&cli.IntFlag{Name: "dapo-refill", Usage: "DAPO dynamic sampling: when the newest rolled-out iteration has fewer than N groups whose rewards differ, draw more tasks (batches rows, channel dapo) and roll them out into that iteration; nothing to do when it has N"},
+			&cli.BoolFlag{Name: "recalibrate", Usage: "roll out the tasks the pass rates hold out of the pool (source calibration, the newest rolled-out iteration): the next sample lets those inside [p_min, p_max] back in"},
 			&cli.BoolFlag{Name: "skip-unsupported", Usage: "leave out (and list on stderr) the tasks the environment cannot run, instead of failing before any episode"},
 		},
 		Action: runRollout,
@@ -126,6 +130,40 @@ func runRollout(c *cli.Context) error {
 	if s := c.String("tasks"); s != "" {
 		ids = strings.Split(s, ",")
 	}
+	var refill *sample.Refill
+	if n := c.Int("dapo-refill"); n > 0 {
+		if plan.FromBatch || in == nil || plan.Iteration == 0 {
+			return fmt.Errorf("rollout --dapo-refill: run it after the iteration's batch is rolled out")
+		}
+		plan.Iteration--
+		if refill, err = dapoRefill(ctx, l, in, plan.Iteration, n, c.Int64("seed")); err != nil {
+			return err
+		}
+		if len(refill.Rows) == 0 {
+			fmt.Fprintf(c.App.Writer, "rollout --dapo-refill: iteration %d has %d informative groups of %d (want %d); nothing to do\n",
+				plan.Iteration, refill.Informative, refill.Groups, n)
+			return nil
+		}
+		for _, r := range refill.Rows {
+			ids = append(ids, r.TaskID)
+		}
+	}
+	if c.Bool("recalibrate") {
+		if plan.FromBatch {
+			return fmt.Errorf("rollout --recalibrate: iteration %d's batch is not rolled out yet: recalibrate after its rollout", plan.Iteration)
+		}
+		if in == nil || plan.Iteration == 0 {
+			return fmt.Errorf("rollout --recalibrate: no rolled-out iteration yet (run the initial pass first)")
+		}
+		if ids, err = recalibrationTasks(ctx, l, in); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			fmt.Fprintf(c.App.Writer, "rollout --recalibrate: every rated feasible task is in the pool; nothing to do\n")
+			return nil
+		}
+		plan.Iteration--
+	}
 	if split := c.String("split"); split != "" {
 		plan.Tasks = rollout.FilterSplit(plan.Tasks, split)
 	}
@@ -187,6 +225,9 @@ func runRollout(c *cli.Context) error {
 	if it := c.Int("iteration"); it >= 0 {
 		p.Iteration = int32(it)
 	}
+	if c.Bool("recalibrate") {
+		p.Source = sample.SourceCalibration
+	}
 	// Every table goes through shard.Output, sharded or not, so that a merge
 	// of fragments writes exactly the files an unsharded run writes.
 	out := shard.NewOutput(l, tx, spec)
@@ -205,6 +246,11 @@ func runRollout(c *cli.Context) error {
 	known := map[string]bool{}
 	if in != nil {
 		if known, err = lake.BlobHashes(ctx, l, in); err != nil {
+			return err
+		}
+	}
+	if refill != nil {
+		if err := shard.NewTable(out, schemas.Batches, shard.TableOptions{Chunk: lake.MaxFileRows, Shared: true}).Add(refill.Rows...); err != nil {
 			return err
 		}
 	}
@@ -257,6 +303,14 @@ func runRollout(c *cli.Context) error {
 	}
 	out.Summary = sum
 	extra := map[string]any{"policy_version": f.Version(), "tasks": selected, "from_batch": plan.FromBatch, "pool": plan.PoolFrom, "reward": reward}
+	if refill != nil {
+		// the extra rollouts DAPO spends on this iteration
+		extra["dapo_refill"] = map[string]any{"informative_before": refill.Informative, "groups_before": refill.Groups,
+			"tasks": len(refill.Rows), "extra_rollouts": len(tasks) * p.N}
+	}
+	if len(plan.Replayed) > 0 {
+		extra["adapr_replayed"] = plan.Replayed // trained from their buffered groups, not rolled out
+	}
 	if cf, ok := f.(interface{ Context() segment.Params }); ok {
 		// what `segment` must be run with to rebuild the contexts exactly
 		cp := cf.Context()
@@ -281,4 +335,61 @@ func runRollout(c *cli.Context) error {
 		fmt.Fprintf(c.App.ErrWriter, "episodes that ended in error (first %d):\n  %s\n", len(sum.Errors), strings.Join(sum.Errors, "\n  "))
 	}
 	return nil
+}
+
+// recalibrationTasks lists the rated feasible tasks the snapshot's pass
+// rates hold out of the pool.
+func recalibrationTasks(ctx context.Context, l *lake.Lake, m *lake.Manifest) ([]string, error) {
+	history, err := lake.ReadTable(ctx, l, m, schemas.PassRates)
+	if err != nil {
+		return nil, err
+	}
+	if len(history) == 0 {
+		return nil, fmt.Errorf("rollout --recalibrate: snapshot %s has no pass rates (run sample first)", m.ID)
+	}
+	state, err := sample.Latest(history, nil)
+	if err != nil {
+		return nil, err
+	}
+	return sample.OutOfPool(state), nil
+}
+
+// dapoRefill reads what DAPO's refill round needs from the snapshot: the
+// iteration's rollouts and batch, and the pass-rate state.
+func dapoRefill(ctx context.Context, l *lake.Lake, m *lake.Manifest, iteration int32, target int, seed int64) (*sample.Refill, error) {
+	tasks, err := lake.ReadTable(ctx, l, m, schemas.Tasks)
+	if err != nil {
+		return nil, err
+	}
+	history, err := lake.ReadTable(ctx, l, m, schemas.PassRates)
+	if err != nil {
+		return nil, err
+	}
+	state, err := sample.Latest(history, tasks)
+	if err != nil {
+		return nil, err
+	}
+	all, err := lake.ReadTable(ctx, l, m, schemas.Batches)
+	if err != nil {
+		return nil, err
+	}
+	var batch []schemas.Batch
+	for _, b := range all {
+		if b.Iteration == iteration {
+			batch = append(batch, b)
+		}
+	}
+	var trajs []schemas.Trajectory
+	err = lake.ScanTable(ctx, l, m, schemas.Trajectories, 4096, func(rows []schemas.Trajectory) error {
+		for _, r := range rows {
+			if r.Source == "rollout" && r.Iteration == iteration {
+				trajs = append(trajs, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sample.DAPORefill(state, trajs, batch, iteration, target, uint64(seed))
 }

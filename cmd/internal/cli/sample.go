@@ -21,19 +21,28 @@ func init() {
 
 Example:
    cualake sample --sampler frontier --batch 32 --seed 1
-   cualake sample --sampler dtac --beta 0.7 --json`,
+   cualake sample --sampler dtac --json                 (EvoCUA-1.5's EMA, beta 0.7)
+   cualake sample --sampler dtac --ema-beta 0.8 --ics-ratio 0.04 --replay-cap 3
+
+The EMA: --sampler dtac folds rollouts in with EvoCUA-1.5's beta = 0.7 (eq. 16: P <- beta P + (1 - beta) obs),
+every other sampler with ScaleCUA's alpha = 0.2 (eq. 1); --ema-beta or --alpha overrides either (not both).
+The rule and value are recorded in the commit's params (ema.Rule, ema.Alpha, ema.Beta).`,
 		Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag,
 			&cli.StringFlag{Name: "in", Usage: "input snapshot (default main)"},
 			&cli.StringFlag{Name: "sampler", Value: "frontier", Usage: "frontier, dtac, uniform, curriculum or dapo"},
 			&cli.IntFlag{Name: "batch", Value: 32, Usage: "B, tasks per iteration"},
 			&cli.Int64Flag{Name: "seed", Usage: "seed of every draw"},
-			&cli.Float64Flag{Name: "alpha", Value: sample.ScaleCUAAlpha, Usage: "EMA weight of the new observation (ScaleCUA 0.2)"},
-			&cli.Float64Flag{Name: "beta", Usage: "EvoCUA's EMA weight of the old estimate (0.7); sets alpha = 1 - beta"},
+			&cli.Float64Flag{Name: "alpha", Usage: "EMA weight of the new observation (default: ScaleCUA's 0.2; dtac: 1 - beta)"},
+			&cli.Float64Flag{Name: "ema-beta", Aliases: []string{"beta"}, Usage: "EvoCUA's EMA weight of the old estimate (dtac's default 0.7); sets alpha = 1 - beta"},
 			&cli.Float64Flag{Name: "p-min", Value: sample.DefaultPMin, Usage: "initial pool lower bound"},
 			&cli.Float64Flag{Name: "p-max", Value: sample.DefaultPMax, Usage: "initial pool upper bound"},
 			&cli.Float64Flag{Name: "mu", Value: sample.DefaultFrontier().Mu, Usage: "frontier weight centre"},
 			&cli.Float64Flag{Name: "sigma", Value: sample.DefaultFrontier().Sigma, Usage: "frontier weight width"},
 			&cli.Float64Flag{Name: "gamma", Value: sample.DefaultFrontier().Gamma, Usage: "share of the batch drawn uniformly outside the frontier pool"},
+			&cli.IntFlag{Name: "replay-cap", Value: int(sample.DefaultDTAC().MaxReplays), Usage: "dtac: replays of one buffered group before it leaves the buffer"},
+			&cli.Float64Flag{Name: "ics-ratio", Value: sample.DefaultDTAC().ICSRatio, Usage: "dtac: rho_inf, ICS draws floor(rho_inf B) infeasible tasks (0.025: none below B = 40)"},
+			&cli.Float64Flag{Name: "adapr-ratio", Value: sample.DefaultDTAC().AdaPRRatio, Usage: "dtac: share of the batch for AdaPR replays, floor(ratio B) slots"},
+			&cli.IntFlag{Name: "max-stale", Value: int(sample.DefaultDTAC().MaxStale), Usage: "dtac: buffered groups leave once their policy version is more than this many versions old"},
 		},
 		Action: runSample,
 	}, &cli.Command{
@@ -81,11 +90,27 @@ func runSample(c *cli.Context) error {
 	in := tx.Base()
 	p := sample.DefaultStageParams()
 	p.Sampler, p.BatchSize, p.Seed = c.String("sampler"), c.Int("batch"), c.Int64("seed")
-	p.EMA = sample.EMAParams{Alpha: c.Float64("alpha"), PMin: c.Float64("p-min"), PMax: c.Float64("p-max")}
-	if c.IsSet("beta") {
-		p.EMA.Alpha = sample.AlphaFromBeta(c.Float64("beta"))
+	var alpha, beta *float64
+	if c.IsSet("alpha") {
+		alpha = ptr(c.Float64("alpha"))
+	}
+	if c.IsSet("ema-beta") {
+		beta = ptr(c.Float64("ema-beta"))
+	}
+	if p.EMA, err = sample.ResolveEMA(p.Sampler, alpha, beta, c.Float64("p-min"), c.Float64("p-max")); err != nil {
+		return usageErr("--alpha/--ema-beta: %v", err)
 	}
 	p.Frontier.Mu, p.Frontier.Sigma, p.Frontier.Gamma = c.Float64("mu"), c.Float64("sigma"), c.Float64("gamma")
+	p.DTAC.MaxReplays, p.DTAC.ICSRatio, p.DTAC.AdaPRRatio, p.DTAC.MaxStale = int32(c.Int("replay-cap")), c.Float64("ics-ratio"), c.Float64("adapr-ratio"), int32(c.Int("max-stale"))
+	if p.DTAC.MaxReplays < 1 {
+		return usageErr("--replay-cap is %d, want >= 1", p.DTAC.MaxReplays)
+	}
+	if p.DTAC.MaxStale < 0 {
+		return usageErr("--max-stale is %d, want >= 0", p.DTAC.MaxStale)
+	}
+	if err := p.DTAC.Validate(); err != nil {
+		return usageErr("--ics-ratio/--adapr-ratio: %v", err)
+	}
 	var input sample.StageInput
 	if input.Tasks, err = lake.ReadTable(ctx, l, in, schemas.Tasks); err != nil {
 		return err
@@ -96,10 +121,24 @@ func runSample(c *cli.Context) error {
 	if input.Batches, err = lake.ReadTable(ctx, l, in, schemas.Batches); err != nil {
 		return err
 	}
+	if input.Buffer, err = lake.ReadTable(ctx, l, in, schemas.ReplayBuffer); err != nil {
+		return err
+	}
+	input.PolicyVersion = -1
+	cks, err := lake.ReadTable(ctx, l, in, schemas.Checkpoints)
+	if err != nil {
+		return err
+	}
+	for _, ck := range cks {
+		input.PolicyVersion = max(input.PolicyVersion, ck.Version)
+	}
 	err = lake.ScanTable(ctx, l, in, schemas.Trajectories, 4096, func(rows []schemas.Trajectory) error {
 		for _, r := range rows {
-			if r.Source == "rollout" {
+			switch r.Source {
+			case "rollout":
 				input.Trajectories = append(input.Trajectories, r)
+			case sample.SourceCalibration:
+				input.Calibration = append(input.Calibration, r)
 			}
 		}
 		return nil
@@ -117,6 +156,11 @@ func runSample(c *cli.Context) error {
 	if err := lake.AppendTable(ctx, tx, schemas.Batches, out.Batch); err != nil {
 		return err
 	}
+	if len(out.Buffer) > 0 {
+		if err := lake.AppendTable(ctx, tx, schemas.ReplayBuffer, out.Buffer); err != nil {
+			return err
+		}
+	}
 	m, err := tx.Commit(ctx, lake.CommitInfo{Stage: "sample", Seed: p.Seed, Inputs: []string{in.ID}, Params: p})
 	if err != nil {
 		return err
@@ -127,7 +171,7 @@ func runSample(c *cli.Context) error {
 	}
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, map[string]any{"snapshot": m.ID, "iteration": out.Iteration, "observed_iteration": out.Observed,
-			"sampler": p.Sampler, "batch": len(out.Batch), "channels": channels, "in_pool": out.InPool, "rated": out.Rated, "pass_rate_rows": len(out.PassRates)})
+			"sampler": p.Sampler, "ema_rule": p.EMA.Rule, "ema_alpha": p.EMA.Alpha, "batch": len(out.Batch), "channels": channels, "replay_buffer_rows": len(out.Buffer), "reentered": out.Reentered, "in_pool": out.InPool, "rated": out.Rated, "pass_rate_rows": len(out.PassRates)})
 	}
 	if out.Observed >= 0 {
 		fmt.Fprintf(c.App.Writer, "pass rates: folded iteration %d into %d tasks (%d rated, %d in pool)\n", out.Observed, len(out.PassRates), out.Rated, out.InPool)
@@ -135,6 +179,8 @@ func runSample(c *cli.Context) error {
 	fmt.Fprintf(c.App.Writer, "batch for iteration %d: %d tasks by %s %v\nsnapshot %s\n", out.Iteration, len(out.Batch), p.Sampler, channels, m.ID)
 	return nil
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func runSimulateSamplers(c *cli.Context) error {
 	cfg := samplersim.DefaultConfig()

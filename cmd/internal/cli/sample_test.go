@@ -85,3 +85,36 @@ func TestSimulateSamplers(t *testing.T) {
 		t.Fatalf("sampler_sim: %q %v", out, err)
 	}
 }
+
+// DTAC folds rollouts in with EvoCUA-1.5's beta = 0.7, frontier with
+// ScaleCUA's alpha = 0.2, and the commit records which.
+func TestSampleEMAPerSampler(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lake")
+	t.Setenv("CUALAKE_LAKE", dir)
+	if out, err := run(t, "rollout", "--policy", "random", "--n", "2", "--max-turns", "2", "--tree-only"); err != nil {
+		t.Fatalf("rollout: %v %s", err, out)
+	}
+	out, err := run(t, "sample", "--sampler", "dtac", "--batch", "3", "--p-min", "0", "--p-max", "1", "--seed", "1", "--json")
+	if err != nil || !strings.Contains(out, `"ema_rule": "evocua-beta"`) || !strings.Contains(out, `"ema_alpha": 0.3`) {
+		t.Fatalf("sample dtac: %v %s", err, out)
+	}
+	if out, err := run(t, "rollout", "--policy", "oracle", "--n", "2", "--tree-only"); err != nil {
+		t.Fatalf("rollout of the batch: %v %s", err, out)
+	}
+	if out, err := run(t, "sample", "--sampler", "dtac", "--batch", "3", "--p-min", "0", "--p-max", "1", "--seed", "2"); err != nil {
+		t.Fatalf("second sample: %v %s", err, out)
+	}
+	out, err = run(t, "query", "--format", "csv", `select count(*), bool_and(abs(b.ema - (0.7 * a.ema + 0.3 * b.observed)) < 1e-12)
+		from pass_rates a join pass_rates b using (task_id) where a.iteration = 0 and b.iteration = 1 and b.rollouts > 0`)
+	if err != nil || !strings.HasSuffix(out, "3,true\n") {
+		t.Fatalf("dtac EMA update: %q %v", out, err)
+	}
+	out, err = run(t, "query", "--format", "csv", `select json_extract_string(params, '$.ema.Rule'), json_extract(params, '$.ema.Beta')
+		from lake_snapshots where stage = 'sample' order by depth desc limit 1`)
+	if err != nil || !strings.HasSuffix(out, "evocua-beta,0.7\n") {
+		t.Fatalf("snapshot params: %q %v", out, err)
+	}
+	if _, err := run(t, "sample", "--sampler", "dtac", "--alpha", "0.2", "--ema-beta", "0.7"); err == nil || !strings.Contains(err.Error(), "both") {
+		t.Fatalf("--alpha with --ema-beta: %v", err)
+	}
+}

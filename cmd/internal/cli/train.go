@@ -13,7 +13,7 @@ func init() {
 		Usage: "train the policy: supervised warm start or GRPO on its rollouts; commits a checkpoint",
 		Description: `--objective sft imitates the successful demonstrations (oracle rollouts, or any --source warmstart
 rollout; never --source eval); --objective grpo runs the clipped surrogate (eps_low 0.2, eps_high 0.28, ratio cap 3,
-bounded KL 1e-4 to the warm-started policy) on the newest iteration's rollouts, with group advantages (grpo),
+bounded KL 1e-4 to the warm-started policy) on its rollout groups (below), with group advantages (grpo),
 A_i/|T_i| per step (stepo, aggregated by EvoCUA-1.5's eq. 13) or naive reuse, in mini-batches of whole groups.
 
 Two policies. --policy encdec (the default, trainer/policy) rebuilds one item per step from steps and trees.
@@ -30,7 +30,13 @@ name the segments snapshot the rows came from.
 Example:
    cualake train --objective sft
    cualake train --objective sft --policy causal --json
-   cualake train --objective grpo --advantage stepo --steps 20 --json`,
+   cualake train --objective grpo --advantage stepo --steps 20 --json
+   cualake train --objective grpo --max-stale 3 --mini-groups 4
+
+GRPO trains on whole rollout groups: the fresh groups of the iterations rolled out since the last GRPO checkpoint,
+plus the AdaPR replays the newest batch picked (their stored trajectories and segments, not rolled out again).
+Groups rolled out by a policy more than --max-stale versions older than the one trained are dropped and counted;
+train_groups gets one row per group considered (channel, policy lag, kept).`,
 		Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag,
 			&cli.StringFlag{Name: "in", Usage: "input snapshot (default main)"},
 			&cli.StringFlag{Name: "objective", Value: "sft", Usage: "sft or grpo"},
@@ -38,7 +44,8 @@ Example:
 			&cli.StringFlag{Name: "advantage", Value: "grpo", Usage: "grpo, stepo or naive"},
 			&cli.IntFlag{Name: "steps", Usage: "optimiser steps (default: the demo's)"},
 			&cli.IntFlag{Name: "batch", Usage: "items per mini-batch (default: the demo's)"},
-			&cli.IntFlag{Name: "groups", Usage: "grpo, causal policy: mini-batches of this many whole rollout groups instead of --batch items"},
+			&cli.IntFlag{Name: "mini-groups", Aliases: []string{"groups"}, Usage: "grpo: every mini-batch exactly G whole rollout groups with all their items (EvoCUA-1.5 5.4), instead of whole groups packed up to --batch items"},
+			&cli.IntFlag{Name: "max-stale", Value: 3, Usage: "grpo: drop groups rolled out by a policy more than this many versions older than the one trained (EvoCUA-1.5 5.2)"},
 			&cli.Float64Flag{Name: "lr", Usage: "learning rate (default: the demo's)"},
 			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda"},
 			&cli.Int64Flag{Name: "seed", Usage: "seed of initial weights and batch order"},

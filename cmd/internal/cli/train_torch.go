@@ -106,9 +106,14 @@ func runTrain(c *cli.Context) error {
 	default:
 		return usageErr("--policy: want %s or %s", stage.PolicyEncDec, stage.PolicyCausal)
 	}
-	p.Groups = c.Int("groups")
+	p.Groups = c.Int("mini-groups")
 	if p.Groups < 0 {
-		return usageErr("--groups: want >= 0")
+		return usageErr("--mini-groups is %d, want >= 0", p.Groups)
+	}
+	if ms := c.Int("max-stale"); ms < 0 {
+		return usageErr("--max-stale is %d, want >= 0", ms)
+	} else {
+		p.MaxStale = int32(ms)
 	}
 	p = p.Resolve()
 	t0 := time.Now()
@@ -133,6 +138,11 @@ func runTrain(c *cli.Context) error {
 	if err := lake.AppendTable(ctx, tx, schemas.TrainMetrics, out.Metrics); err != nil {
 		return err
 	}
+	if len(out.Groups) > 0 {
+		if err := lake.AppendTable(ctx, tx, schemas.TrainGroups, out.Groups); err != nil {
+			return err
+		}
+	}
 	params := map[string]any{}
 	b, _ := json.Marshal(p)
 	_ = json.Unmarshal(b, &params)
@@ -153,7 +163,8 @@ func runTrain(c *cli.Context) error {
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, map[string]any{"snapshot": m.ID, "version": out.Checkpoint.Version, "objective": p.Objective,
 			"policy": p.Policy, "items": out.Items, "tokens": out.Tokens, "trainable_tokens": out.TrainableTokens, "mode": out.Mode,
-			"segments": out.SegmentsFrom, "train_seconds": out.TrainSeconds, "stale_dropped": out.Dropped, "steps": len(out.Metrics), "final_loss": last.Loss,
+			"segments": out.SegmentsFrom, "train_seconds": out.TrainSeconds, "stale_dropped": out.Dropped, "stale_dropped_groups": out.DroppedGroups,
+			"replayed_groups": out.Replayed, "lag_histogram": lagHistogram(out.Groups), "steps": len(out.Metrics), "final_loss": last.Loss,
 			"tokens_per_second": float64(tokens) / secs, "seconds": secs})
 	}
 	fmt.Fprintf(c.App.Writer, "trained %s v%d from %d items: %d steps, final loss %.4f, %.0f tokens/s\nsnapshot %s\n",
@@ -162,6 +173,17 @@ func runTrain(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "  %s segments of snapshot %s: %d tokens, %d trained\n", out.Mode, out.SegmentsFrom[:12], out.Tokens, out.TrainableTokens)
 	}
 	return nil
+}
+
+// lagHistogram counts the kept groups by policy lag.
+func lagHistogram(groups []schemas.TrainGroup) map[string]int {
+	h := map[string]int{}
+	for _, g := range groups {
+		if g.Kept {
+			h[strconv.Itoa(int(g.Lag))]++
+		}
+	}
+	return h
 }
 
 // checkpointTokenizer loads the vocabulary of a checkpoint (newest, or the
