@@ -33,6 +33,10 @@ type Config struct {
 	Synthesize struct {
 		Count   int    `yaml:"count" json:"count"` // accepted tasks to add; 0 skips synthesis
 		Backend string `yaml:"backend" json:"backend"`
+		// Without removes VeriGen roles for an ablation (judger, fixer,
+		// rule-validator). Empty in the JSON is left out, so configs that
+		// never set it keep their run id.
+		Without []string `yaml:"without" json:"without,omitempty"`
 	} `yaml:"synthesize" json:"synthesize"`
 
 	Warmstart struct {
@@ -58,6 +62,9 @@ type Config struct {
 	Rollout struct {
 		N        int `yaml:"n" json:"n"` // group size
 		MaxTurns int `yaml:"max_turns" json:"max_turns"`
+		// Reward is the training rollouts' reward source: judge, verifier
+		// or both ("": the rollout stage's default, judge).
+		Reward string `yaml:"reward" json:"reward,omitempty"`
 	} `yaml:"rollout" json:"rollout"`
 
 	Segment struct {
@@ -140,6 +147,18 @@ func (c Config) Validate() error {
 	case "encdec", "causal":
 	default:
 		errs = append(errs, fmt.Errorf("policy is %q, want encdec or causal", c.Policy))
+	}
+	switch c.Rollout.Reward {
+	case "", "judge", "verifier", "both":
+	default:
+		errs = append(errs, fmt.Errorf("rollout.reward is %q, want judge, verifier or both", c.Rollout.Reward))
+	}
+	for _, r := range c.Synthesize.Without {
+		switch r {
+		case "judger", "fixer", "rule-validator":
+		default:
+			errs = append(errs, fmt.Errorf("synthesize.without holds %q, want judger, fixer or rule-validator", r))
+		}
 	}
 	check(c.Warmstart.Batch >= 0, "warmstart.batch is %d, want >= 0", c.Warmstart.Batch)
 	switch c.Train.Advantage {

@@ -109,6 +109,8 @@ func init() {
 	registerTable(schemas.Audits)
 	registerTable(schemas.Rejects)
 	registerTable(schemas.SamplerSims)
+	registerTable(schemas.ExperimentRuns)
+	registerTable(schemas.ExperimentResults)
 }
 
 // MergeOptions select the fragments to merge.
