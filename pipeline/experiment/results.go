@@ -16,7 +16,8 @@ import (
 // BranchSQL reads one experiment branch's per-iteration numbers; run it
 // with `cualake query --branch exp/<experiment>/<variant>/s<seed>` to check
 // a row of the experiments table. Iteration 0 is the prefix: held-out
-// success after the warm start, the initial pass, the warm-start SFT.
+// success after the warm start, the initial pass, the warm-start SFT (whose
+// checkpoint has iteration -1).
 const BranchSQL = `WITH its AS (SELECT DISTINCT iteration FROM trajectories WHERE source IN ('rollout', 'eval')),
 tr AS (SELECT iteration, avg(CASE WHEN outcome = 'success' THEN 1.0 ELSE 0.0 END) AS train_success, avg(reward) AS mean_reward
        FROM trajectories WHERE source = 'rollout' GROUP BY iteration),
@@ -25,8 +26,8 @@ ev AS (SELECT iteration, avg(CASE WHEN outcome = 'success' THEN 1.0 ELSE 0.0 END
 g AS (SELECT iteration, group_id, count(*) AS n, min(reward) AS lo, max(reward) AS hi
       FROM trajectories WHERE source = 'rollout' GROUP BY iteration, group_id),
 zv AS (SELECT iteration, avg(CASE WHEN lo = hi THEN 1.0 ELSE 0.0 END) AS zero_variance_share FROM g WHERE n >= 2 GROUP BY iteration),
-tm AS (SELECT c.iteration, CAST(sum(m.items) AS BIGINT) AS items, CAST(sum(m.tokens) AS BIGINT) AS tokens
-       FROM train_metrics m JOIN checkpoints c ON c.version = m.version GROUP BY c.iteration)
+tm AS (SELECT greatest(c.iteration, 0) AS iteration, CAST(sum(m.items) AS BIGINT) AS items, CAST(sum(m.tokens) AS BIGINT) AS tokens
+       FROM train_metrics m JOIN checkpoints c ON c.version = m.version GROUP BY 1)
 SELECT its.iteration, tr.train_success, ev.heldout_success, tr.mean_reward, zv.zero_variance_share,
        coalesce(tm.items, 0) AS items, coalesce(tm.tokens, 0) AS tokens
 FROM its LEFT JOIN tr ON tr.iteration = its.iteration LEFT JOIN ev ON ev.iteration = its.iteration

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -76,11 +77,42 @@ Example:
 	})
 }
 
-func experimentRun(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return usageErr("experiment run EXP.yaml")
+// oneArgThenFlags returns the command's one argument and applies the
+// flags after it (experiment run EXP.yaml --workers 2): the flag parser
+// stops at the first argument.
+func oneArgThenFlags(c *cli.Context, usage string) (string, error) {
+	args := c.Args().Slice()
+	if len(args) == 0 {
+		return "", usageErr("%s", usage)
 	}
-	p, err := experiment.Load(c.Args().First())
+	set := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
+	set.SetOutput(io.Discard)
+	for _, f := range c.Command.Flags {
+		if err := f.Apply(set); err != nil {
+			return "", err
+		}
+	}
+	if err := set.Parse(args[1:]); err != nil {
+		return "", usageErr("%s: %v", usage, err)
+	}
+	if set.NArg() > 0 {
+		return "", usageErr("%s: one argument, then flags (got %q too)", usage, set.Args())
+	}
+	var err error
+	set.Visit(func(f *flag.Flag) {
+		if e := c.Set(f.Name, f.Value.String()); e != nil && err == nil {
+			err = usageErr("--%s: %v", f.Name, e)
+		}
+	})
+	return args[0], err
+}
+
+func experimentRun(c *cli.Context) error {
+	file, err := oneArgThenFlags(c, "experiment run EXP.yaml [--workers N] [--executor local|slurm] [--json]")
+	if err != nil {
+		return err
+	}
+	p, err := experiment.Load(file)
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -161,10 +193,10 @@ func variantOrder(p *experiment.Plan) []string {
 }
 
 func experimentReport(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return usageErr("experiment report EXP")
+	arg, err := oneArgThenFlags(c, "experiment report EXP [--out FILE]")
+	if err != nil {
+		return err
 	}
-	arg := c.Args().First()
 	name, doc, order := arg, "", []string(nil)
 	if strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml") {
 		p, err := experiment.Load(arg)
