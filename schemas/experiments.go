@@ -58,6 +58,10 @@ type ExperimentResult struct {
 	// like committed_at).
 	TrainSeconds   *float64 `parquet:"train_seconds,optional" json:"train_seconds"`
 	RolloutSeconds *float64 `parquet:"rollout_seconds,optional" json:"rollout_seconds"`
+	// ExecutableRate is the prefix's synthesis (iteration 0 only, null
+	// elsewhere and without synthesis): executable candidate-rounds over
+	// candidate-rounds, as audit synthesis counts it.
+	ExecutableRate *float64 `parquet:"executable_rate,optional" json:"executable_rate"`
 	// Null until the asynchronous loop records them (issue #17).
 	ReplayedGroups *int64   `parquet:"replayed_groups,optional" json:"replayed_groups"`
 	PolicyLag      *float64 `parquet:"policy_lag,optional" json:"policy_lag"`
@@ -68,7 +72,7 @@ type ExperimentResult struct {
 var ExperimentResults = register(&Table[ExperimentResult]{
 	Name: "experiments", Version: 1, Key: []string{"experiment", "variant", "seed", "iteration"},
 	Doc: "one row per experiment, variant, seed and iteration: training and held-out success, mean reward, zero-variance share, " +
-		"items, tokens, train and rollout seconds",
+		"items, tokens, train and rollout seconds, the prefix's executable synthesis rate",
 	KeyOf: func(r *ExperimentResult) string {
 		return r.Experiment + "/" + r.Variant + "/" + pad(r.Seed) + "/" + pad(int64(r.Iteration))
 	},
@@ -87,6 +91,6 @@ var ExperimentResults = register(&Table[ExperimentResult]{
 	Validate: func(r *ExperimentResult) error {
 		return firstErr(required("experiment", r.Experiment), required("variant", r.Variant), required("branch", r.Branch),
 			optRate("train_success", r.TrainSuccess), optRate("heldout_success", r.HeldoutSuccess),
-			optRate("zero_variance_share", r.ZeroVarianceShare), nonNegative("items", r.Items), nonNegative("tokens", r.Tokens))
+			optRate("zero_variance_share", r.ZeroVarianceShare), optRate("executable_rate", r.ExecutableRate), nonNegative("items", r.Items), nonNegative("tokens", r.Tokens))
 	},
 })

@@ -64,26 +64,30 @@ func Notebook(name, doc string, order []string) (string, error) {
 	fmt.Fprintf(&b, "```sql\n-- title: Summary\n-- display: summary\nSELECT count(DISTINCT variant) AS variants, count(DISTINCT seed) AS seeds,\n"+
 		"       max(iteration) AS iterations, count(DISTINCT branch) AS branches\nFROM experiments WHERE %s\n```\n\n", where)
 	b.WriteString("## Final numbers\n\nAt each branch's last iteration; train and rollout seconds are summed over the RL iterations " +
-		"(the prefix excluded); `train_time_ratio` divides a variant's mean train seconds by the first variant's.\n\n")
+		"(the prefix excluded); `train_time_ratio` divides a variant's mean train seconds by the first variant's; " +
+		"`executable_rate` is the prefix's synthesis (executable candidate-rounds over candidate-rounds).\n\n")
 	fmt.Fprintf(&b, "```sql\n-- title: Final numbers per variant (mean ± sd over seeds)\n"+
 		"WITH last AS (SELECT variant, seed, max(iteration) AS it FROM experiments WHERE %[1]s GROUP BY ALL),\n"+
 		"fin AS (SELECT e.* FROM experiments e JOIN last l ON e.variant = l.variant AND e.seed = l.seed AND e.iteration = l.it WHERE e.%[1]s),\n"+
 		"tot AS (SELECT variant, seed, sum(train_seconds) AS train_s, sum(rollout_seconds) AS rollout_s, sum(tokens) AS tokens\n"+
 		"        FROM experiments WHERE %[1]s AND iteration >= 1 GROUP BY ALL),\n"+
-		"per AS (SELECT f.variant, f.seed, f.heldout_success, f.train_success, f.mean_reward, t.train_s, t.rollout_s, t.tokens\n"+
-		"        FROM fin f LEFT JOIN tot t ON t.variant = f.variant AND t.seed = f.seed),\n"+
+		"pre AS (SELECT variant, seed, executable_rate FROM experiments WHERE %[1]s AND iteration = 0),\n"+
+		"per AS (SELECT f.variant, f.seed, f.heldout_success, f.train_success, f.mean_reward, t.train_s, t.rollout_s, t.tokens, p.executable_rate\n"+
+		"        FROM fin f LEFT JOIN tot t ON t.variant = f.variant AND t.seed = f.seed LEFT JOIN pre p ON p.variant = f.variant AND p.seed = f.seed),\n"+
 		"agg AS (SELECT variant, %[2]s AS rank, count(*) AS seeds,\n"+
 		"        avg(heldout_success) AS h, coalesce(stddev_samp(heldout_success), 0) AS h_sd,\n"+
 		"        avg(train_success) AS s, coalesce(stddev_samp(train_success), 0) AS s_sd,\n"+
 		"        avg(mean_reward) AS r, coalesce(stddev_samp(mean_reward), 0) AS r_sd,\n"+
 		"        avg(train_s) AS ts, coalesce(stddev_samp(train_s), 0) AS ts_sd,\n"+
-		"        avg(rollout_s) AS rs, coalesce(stddev_samp(rollout_s), 0) AS rs_sd, avg(tokens) AS tok\n"+
+		"        avg(rollout_s) AS rs, coalesce(stddev_samp(rollout_s), 0) AS rs_sd, avg(tokens) AS tok,\n"+
+		"        avg(executable_rate) AS x, coalesce(stddev_samp(executable_rate), 0) AS x_sd\n"+
 		"        FROM per GROUP BY variant)\n"+
 		"SELECT variant, seeds,\n"+
 		"       printf('%%.3f ± %%.3f', h, h_sd) AS heldout_success, printf('%%.3f ± %%.3f', s, s_sd) AS train_success,\n"+
 		"       printf('%%.3f ± %%.3f', r, r_sd) AS mean_reward, printf('%%.0f ± %%.0f', ts, ts_sd) AS train_seconds,\n"+
 		"       printf('%%.0f ± %%.0f', rs, rs_sd) AS rollout_seconds, CAST(round(tok) AS BIGINT) AS tokens,\n"+
-		"       round(ts / nullif(first_value(ts) OVER (ORDER BY rank, variant), 0), 2) AS train_time_ratio\n"+
+		"       round(ts / nullif(first_value(ts) OVER (ORDER BY rank, variant), 0), 2) AS train_time_ratio,\n"+
+		"       CASE WHEN x IS NULL THEN NULL ELSE printf('%%.3f ± %%.3f', x, x_sd) END AS executable_rate\n"+
 		"FROM agg ORDER BY rank, variant\n```\n\n", where, rank)
 	b.WriteString("## Curves\n\nOne line per variant for the mean over seeds, and two for mean ± sd.\n\n")
 	for _, c := range curves {

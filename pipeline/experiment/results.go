@@ -27,11 +27,13 @@ g AS (SELECT iteration, group_id, count(*) AS n, min(reward) AS lo, max(reward) 
       FROM trajectories WHERE source = 'rollout' GROUP BY iteration, group_id),
 zv AS (SELECT iteration, avg(CASE WHEN lo = hi THEN 1.0 ELSE 0.0 END) AS zero_variance_share FROM g WHERE n >= 2 GROUP BY iteration),
 tm AS (SELECT greatest(c.iteration, 0) AS iteration, CAST(sum(m.items) AS BIGINT) AS items, CAST(sum(m.tokens) AS BIGINT) AS tokens
-       FROM train_metrics m JOIN checkpoints c ON c.version = m.version GROUP BY 1)
+       FROM train_metrics m JOIN checkpoints c ON c.version = m.version GROUP BY 1),
+sy AS (SELECT 0 AS iteration, avg(CASE WHEN executable THEN 1.0 ELSE 0.0 END) AS executable_rate FROM synthesis HAVING count(*) > 0)
 SELECT its.iteration, tr.train_success, ev.heldout_success, tr.mean_reward, zv.zero_variance_share,
-       coalesce(tm.items, 0) AS items, coalesce(tm.tokens, 0) AS tokens
+       coalesce(tm.items, 0) AS items, coalesce(tm.tokens, 0) AS tokens, sy.executable_rate
 FROM its LEFT JOIN tr ON tr.iteration = its.iteration LEFT JOIN ev ON ev.iteration = its.iteration
   LEFT JOIN zv ON zv.iteration = its.iteration LEFT JOIN tm ON tm.iteration = its.iteration
+  LEFT JOIN sy ON sy.iteration = its.iteration
 ORDER BY its.iteration`
 
 // Collect reads every arm's rows from its branch head: BranchSQL, and the
@@ -85,6 +87,7 @@ func collectArm(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, tags map[str
 			ZeroVarianceShare: toFloat(r[4])}
 		row.Items, _ = toInt(r[5])
 		row.Tokens, _ = toInt(r[6])
+		row.ExecutableRate = toFloat(r[7])
 		trainTag, rollTag := loop.DoneTag(a.Branch, run, fmt.Sprintf("it%02d-train", it)), loop.DoneTag(a.Branch, run, fmt.Sprintf("it%02d-rollout", it))
 		if it == 0 {
 			trainTag, rollTag = loop.DoneTag(a.Prefix.Branch, a.Prefix.RunID, "warm-sft"), loop.DoneTag(a.Prefix.Branch, a.Prefix.RunID, PrefixEnd)

@@ -301,6 +301,18 @@ func markBranch(ctx context.Context, b *lake.Lake, p *Plan, a *Arm, prefixHead s
 		return err
 	}
 	if tf, ok := m.Tables[schemas.ExperimentRuns.Name]; ok && tf.Rows > 0 {
+		// A rerun: the branch must be this arm's, not one an earlier
+		// version of the file ran with other settings.
+		rows, err := lake.ReadTable(ctx, b, m, schemas.ExperimentRuns)
+		if err != nil {
+			return err
+		}
+		if len(rows) != 1 || rows[0].RunID != loop.RunID(a.Config) || rows[0].PrefixSnapshot != prefixHead {
+			return fmt.Errorf("branch %s already holds a run of another config or prefix (%s %s; now %s from %s): "+
+				"the experiment file changed since; rename the experiment or delete its branches (cualake lake branch delete)",
+				a.Branch, orNone(rows, func(r schemas.ExperimentRun) string { return r.RunID }),
+				orNone(rows, func(r schemas.ExperimentRun) string { return r.PrefixSnapshot }), loop.RunID(a.Config), prefixHead)
+		}
 		return nil
 	}
 	over, err := json.Marshal(a.Overrides)
@@ -324,6 +336,13 @@ func markBranch(ctx context.Context, b *lake.Lake, p *Plan, a *Arm, prefixHead s
 		Params:  map[string]any{"experiment": p.Spec.Name, "variant": a.Variant, "seed": a.Seed, "overrides": a.Overrides},
 		Message: fmt.Sprintf("experiment %s, variant %s, seed %d: forked from prefix %s", p.Spec.Name, a.Variant, a.Seed, a.Prefix.Branch)})
 	return err
+}
+
+func orNone(rows []schemas.ExperimentRun, f func(schemas.ExperimentRun) string) string {
+	if len(rows) == 0 {
+		return "none"
+	}
+	return f(rows[0])
 }
 
 // lineLog writes whole lines from several branches, each prefixed, one

@@ -100,7 +100,7 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := e.Query(ctx, `SELECT variant, iteration, heldout_success, train_success, items, train_seconds IS NOT NULL, replayed_groups IS NULL
+	q, err := e.Query(ctx, `SELECT variant, iteration, heldout_success, train_success, items, train_seconds IS NOT NULL, replayed_groups IS NULL, executable_rate
 		FROM experiments WHERE experiment = 'tiny' ORDER BY variant, iteration`)
 	e.Close()
 	if err != nil {
@@ -123,6 +123,10 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 	if q.Rows[0][4].(int64) <= 0 {
 		t.Fatalf("rows %v: the warm start trained no items", q.Rows)
 	}
+	// The prefix synthesized tasks: its executable rate is at iteration 0.
+	if x, ok := q.Rows[0][7].(float64); !ok || x <= 0 || q.Rows[1][7] != nil {
+		t.Fatalf("rows %v: executable rate at iteration 0 only", q.Rows)
+	}
 
 	// A rerun redoes nothing and commits nothing new.
 	out, err := run(t, "experiment", "run", exp, "--lake", lk, "--json")
@@ -131,6 +135,14 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 	}
 	if !strings.Contains(out, `"steps_run": 0`) || strings.Contains(out, `"steps_run": 1`) || !strings.Contains(out, res.Snapshot) {
 		t.Fatalf("rerun ran steps or moved the results:\n%s", out)
+	}
+
+	// An edited file whose variant now runs another config does not pile
+	// onto the branch of the old one.
+	edited := filepath.Join(dir, "edited.yaml")
+	os.WriteFile(edited, []byte(strings.Replace(tinyExperiment, "train.advantage: grpo", "train.advantage: naive", 1)), 0o644)
+	if out, err := run(t, "experiment", "run", edited, "--lake", lk); err == nil || !strings.Contains(err.Error(), "branch exp/tiny/step/s3 already holds a run of another config") {
+		t.Fatalf("edited experiment: %v\n%s", err, out)
 	}
 
 	// The report: the notebook renderer's page, drawn in Chromium.
