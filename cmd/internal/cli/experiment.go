@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -44,7 +45,7 @@ kill continues. Branches fork from --branch (default main), whose experiments ta
 Example:
    cualake experiment run examples/experiments/samplers.yaml --workers 2 --json`,
 			Flags: []cli.Flag{lakeFlag, jsonFlag,
-				&cli.IntFlag{Name: "workers", Value: 1, Usage: "branches run at once (each stage also runs its config's workers)"},
+				&cli.IntFlag{Name: "workers", Value: 1, Usage: "branches run at once, their stages as child processes of this binary (each stage also runs its config's workers)"},
 				&cli.StringFlag{Name: "executor", Value: "local", Usage: "local (in this process) or slurm (each step as Slurm jobs)"},
 				&cli.IntFlag{Name: "shards", Value: 4, Usage: "slurm executor: shards per shardable stage"},
 				&cli.StringFlag{Name: "partition", Usage: "slurm executor: partition"},
@@ -132,6 +133,24 @@ func experimentRun(c *cli.Context) error {
 	switch c.String("executor") {
 	case "local":
 		opt.Executor = func(branch string, out io.Writer) loop.Executor { return inProcess(dir, out, "--branch", branch) }
+		if opt.Workers > 1 {
+			// Branches at once run their stages as child processes: libtorch
+			// state is per process, and two trainings of the causal policy in
+			// one process broke each other's tensors ("nil tensor operand").
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("--workers %d: cannot find this executable to run stages in: %w", opt.Workers, err)
+			}
+			env := []string{}
+			for _, e := range jobEnv(c) {
+				if !strings.HasPrefix(e, "CUALAKE_BRANCH=") {
+					env = append(env, e)
+				}
+			}
+			opt.Executor = func(branch string, out io.Writer) loop.Executor {
+				return childProcess(exe, dir, env, out, "--branch", branch)
+			}
+		}
 	case "slurm":
 		so := SlurmOptions{Shards: c.Int("shards"), Partition: c.String("partition"), Time: c.String("time")}
 		// Check the options once, before anything runs.
@@ -175,6 +194,22 @@ func experimentRun(c *cli.Context) error {
 	fmt.Fprintf(c.App.Writer, "experiments table: %d rows in snapshot %s on %s (%.0fs); report: cualake experiment report %s\n",
 		res.Rows, short12(res.Snapshot), l.Branch(), res.Seconds, p.Spec.Name)
 	return nil
+}
+
+// childProcess runs stage commands as child processes of exe against the
+// lake dir, with lakeArgs after --lake and env added to this process's.
+func childProcess(exe, dir string, env []string, out io.Writer, lakeArgs ...string) loop.Executor {
+	return func(ctx context.Context, command, flags []string) error {
+		args := append(append([]string{}, command...), "--lake", dir)
+		args = append(append(args, lakeArgs...), flags...)
+		cmd := exec.CommandContext(ctx, exe, args...)
+		cmd.Stdout, cmd.Stderr = out, out // one writer: one Write at a time
+		cmd.Env = append(os.Environ(), env...)
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s %s (child process): %w", filepath.Base(exe), strings.Join(command, " "), err)
+		}
+		return nil
+	}
 }
 
 func short12(id string) string {

@@ -42,6 +42,7 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 		t.Fatal(err)
 	}
 	lk := filepath.Join(dir, "lake")
+	t.Setenv("CUALAKE_TEST_CHILD", "1") // --workers 2 runs stages as children: this binary, as cualake
 	app := App()
 	var stdout, stderr strings.Builder
 	app.Writer, app.ErrWriter = &stdout, &stderr
@@ -52,7 +53,7 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout.String()), &res); err != nil {
 		t.Fatalf("--json: %v\n%s", err, stdout.String())
 	}
-	if !strings.Contains(stderr.String(), "[exp/tiny/step/s3] ") {
+	if !strings.Contains(stderr.String(), "[exp/tiny/step/s3] ") || !strings.Contains(stderr.String(), "[exp/tiny/window/s3] ") {
 		t.Errorf("stage output not prefixed with its branch:\n%s", stderr.String())
 	}
 	p, err := experiment.Load(exp)
