@@ -76,6 +76,7 @@ func TestTorchCommandsHandedOff(t *testing.T) {
 		{bin, []string{"rollout", "--policy", "checkpoint:3", "--n", "1"}, "torch: rollout --policy checkpoint:3 --n 1\n"},
 		{bin, []string{"segment", "--tokenizer", "checkpoint"}, "torch: segment --tokenizer checkpoint\n"},
 		{bin, []string{"run", "--config", "x.json"}, "torch: run --config x.json\n"},
+		{bin, []string{"experiment", "run", "x.yaml"}, "torch: experiment run x.yaml\n"},
 		{stage, []string{"--objective", "grpo"}, "torch: --objective grpo\n"},
 	} {
 		out, errOut, code := run(fake, tc.exe, tc.args...)
@@ -84,7 +85,7 @@ func TestTorchCommandsHandedOff(t *testing.T) {
 		}
 	}
 	// Commands that never load a model run here, even with the stand-in set.
-	for _, args := range [][]string{{"lake", "init"}, {"query", "--schema"}, {"rollout", "--help"}} {
+	for _, args := range [][]string{{"lake", "init"}, {"query", "--schema"}, {"rollout", "--help"}, {"experiment", "list"}} {
 		out, errOut, code := run(fake, bin, args...)
 		if strings.Contains(out, "torch:") || code != 0 {
 			t.Errorf("cualake %v: stdout %q, stderr %q, exit %d; want it run by the torch-free binary", args, out, errOut, code)

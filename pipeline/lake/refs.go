@@ -74,7 +74,9 @@ func formatRef(id string) []byte { return []byte(id + "\n") }
 func (l *Lake) readRef(ctx context.Context, key string) (string, error) {
 	b, err := l.store.Get(ctx, key)
 	switch {
-	case errors.Is(err, ErrNotExist):
+	case errors.Is(err, ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		// ENOTDIR: a folder of the key is a ref file (tag a/b beside branch
+		// a), so no ref lies there.
 		return "", fmt.Errorf("ref %s: %w", key, ErrNotExist)
 	case errors.Is(err, syscall.EISDIR):
 		return "", fmt.Errorf("ref %s: %w: it is a directory, not a file", key, ErrCorrupt)

@@ -34,6 +34,10 @@ type Config struct {
 	Synthesize struct {
 		Count   int    `yaml:"count" json:"count"` // accepted tasks to add; 0 skips synthesis
 		Backend string `yaml:"backend" json:"backend"`
+		// Without removes VeriGen roles for an ablation (judger, fixer,
+		// rule-validator). Empty in the JSON is left out, so configs that
+		// never set it keep their run id.
+		Without []string `yaml:"without" json:"without,omitempty"`
 	} `yaml:"synthesize" json:"synthesize"`
 
 	Warmstart struct {
@@ -79,6 +83,9 @@ type Config struct {
 		// steps, but segments, exports and viewer pages then have no
 		// pixels). Off by default: the demo lake shows what was on screen.
 		TreeOnly bool `yaml:"tree_only" json:"tree_only"`
+		// Reward is the training rollouts' reward source: judge, verifier
+		// or both ("": the rollout stage's default, judge).
+		Reward string `yaml:"reward" json:"reward,omitempty"`
 	} `yaml:"rollout" json:"rollout"`
 
 	Segment struct {
@@ -181,6 +188,18 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("policy is %q, want encdec or causal", c.Policy))
 	}
 	check(!(c.Policy == "causal" && c.Rollout.TreeOnly), "rollout.tree_only with policy causal: the causal policy reads screenshots")
+	switch c.Rollout.Reward {
+	case "", "judge", "verifier", "both":
+	default:
+		errs = append(errs, fmt.Errorf("rollout.reward is %q, want judge, verifier or both", c.Rollout.Reward))
+	}
+	for _, r := range c.Synthesize.Without {
+		switch r {
+		case "judger", "fixer", "rule-validator":
+		default:
+			errs = append(errs, fmt.Errorf("synthesize.without holds %q, want judger, fixer or rule-validator", r))
+		}
+	}
 	check(c.Warmstart.Batch >= 0, "warmstart.batch is %d, want >= 0", c.Warmstart.Batch)
 	switch c.Train.Advantage {
 	case "grpo", "stepo", "naive":

@@ -62,8 +62,11 @@ func Plan(c Config) []Step {
 	}
 	add("pool", "seed the task pool", 1, -1, []string{"simdesk", "pool"})
 	if c.Synthesize.Count > 0 {
-		add("synthesize", "synthesize tasks (VeriGen)", 0.02*float64(c.Synthesize.Count), -1, []string{"synthesize"},
-			"--backend", c.Synthesize.Backend, "--count", itoa(c.Synthesize.Count), "--seed", seedOf(c, 1), "--workers", w)
+		f := []string{"--backend", c.Synthesize.Backend, "--count", itoa(c.Synthesize.Count), "--seed", seedOf(c, 1), "--workers", w}
+		for _, r := range c.Synthesize.Without {
+			f = append(f, "--without", r)
+		}
+		add("synthesize", "synthesize tasks (VeriGen)", 0.02*float64(c.Synthesize.Count), -1, []string{"synthesize"}, f...)
 	}
 	demoFlags := []string{"--policy", "oracle", "--source", "warmstart", "--split", "train", "--n", itoa(c.Warmstart.Demos),
 		"--max-turns", itoa(c.Warmstart.MaxTurns), "--seed", seedOf(c, 2), "--workers", w}
@@ -99,9 +102,14 @@ func Plan(c Config) []Step {
 		add(fmt.Sprintf("it%02d-sample", it), title("sample ("+c.Sample.Sampler+")"), 0.25, it, []string{"sample"},
 			append(append([]string{"--sampler", c.Sample.Sampler, "--batch", itoa(c.Sample.Batch)}, ema...),
 				"--p-min", ftoa(c.Sample.PMin), "--p-max", ftoa(c.Sample.PMax), "--seed", seedOf(c, 200+it))...)
+		rollFlags := []string{"--policy", "checkpoint", "--n", itoa(c.Rollout.N), "--max-turns", itoa(c.Rollout.MaxTurns),
+			"--seed", seedOf(c, 300+it), "--workers", w}
+		if c.Rollout.Reward != "" {
+			// Only the training rollouts take it: evaluation counts outcomes.
+			rollFlags = append(rollFlags, "--reward", c.Rollout.Reward)
+		}
 		add(fmt.Sprintf("it%02d-rollout", it), title("rollout"), 0.16*float64(c.Sample.Batch*c.Rollout.N), it, []string{"rollout"},
-			append([]string{"--policy", "checkpoint", "--n", itoa(c.Rollout.N), "--max-turns", itoa(c.Rollout.MaxTurns),
-				"--seed", seedOf(c, 300+it), "--workers", w}, view...)...)
+			append(rollFlags, view...)...)
 		if c.Sample.Sampler == "dapo" {
 			// DAPO dynamic sampling: refill until batch groups are informative.
 			for r := 1; r <= c.Sample.DAPORefills; r++ {

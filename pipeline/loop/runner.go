@@ -25,8 +25,19 @@ func RunID(c Config) string {
 	return hex.EncodeToString(s[:])[:12]
 }
 
-func doneTag(run, key string) string  { return "run/" + run + "/" + key }
-func startTag(run, key string) string { return "run/" + run + "/" + key + ".started" }
+// DoneTag names the tag that marks step key of run done on branch: main's
+// runs keep run/<id>/<step>; a run on another branch B tags
+// B/run/<id>/<step>, so that the same config run on two branches (an
+// experiment's variants, or a rerun forked from a tag) never takes a step
+// of one for the other's.
+func DoneTag(branch, run, key string) string {
+	if branch == "" || branch == lake.MainRef {
+		return "run/" + run + "/" + key
+	}
+	return branch + "/run/" + run + "/" + key
+}
+
+func startTag(branch, run, key string) string { return DoneTag(branch, run, key) + ".started" }
 
 // StepResult says what happened to one step.
 type StepResult struct {
@@ -42,8 +53,16 @@ type StepResult struct {
 // committed, so a run killed at any point continues without redoing or
 // duplicating a committed step.
 func Run(ctx context.Context, l *lake.Lake, c Config, exec Executor, log io.Writer) ([]StepResult, error) {
-	steps := Plan(c)
-	run := RunID(c)
+	return RunSteps(ctx, l, RunID(c), Plan(c), exec, log)
+}
+
+// RunSteps is Run over any list of steps under run id run (an experiment
+// runs a plan's shared prefix on one branch and the rest on each variant's),
+// on the handle's branch.
+func RunSteps(ctx context.Context, l *lake.Lake, run string, steps []Step, exec Executor, log io.Writer) ([]StepResult, error) {
+	br := l.Branch()
+	doneTag := func(run, key string) string { return DoneTag(br, run, key) }
+	startTag := func(run, key string) string { return startTag(br, run, key) }
 	tags, err := l.Tags(ctx)
 	if err != nil {
 		return nil, err

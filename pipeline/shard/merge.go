@@ -109,6 +109,10 @@ func init() {
 	registerTable(schemas.Audits)
 	registerTable(schemas.Rejects)
 	registerTable(schemas.SamplerSims)
+	registerTable(schemas.ExperimentRuns)
+	registerTable(schemas.ExperimentResults)
+	registerTable(schemas.ReplayBuffer)
+	registerTable(schemas.TrainGroups)
 }
 
 // MergeOptions select the fragments to merge.

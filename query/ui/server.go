@@ -293,7 +293,8 @@ func sortedTags(m map[string]string) (plain, runs [][2]string) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if strings.HasPrefix(n, "run/") {
+		// run/<id>/<step> on main, <branch>/run/<id>/<step> on a branch.
+		if strings.HasPrefix(n, "run/") || strings.Contains(n, "/run/") {
 			runs = append(runs, [2]string{n, m[n]})
 		} else {
 			plain = append(plain, [2]string{n, m[n]})

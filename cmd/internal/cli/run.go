@@ -19,7 +19,7 @@ func init() {
 	register(&cli.Command{
 		Name:  "run",
 		Usage: "run the whole RL loop: pool, warm start, initial pass, iterations of sample/rollout/segment/train, evaluation, audits, report",
-		Description: `Every step is a stage command committing one snapshot; progress is tagged in the lake (run/<id>/<step>),
+		Description: `Every step is a stage command committing one snapshot; progress is tagged in the lake (run/<id>/<step>; on --branch B, B/run/<id>/<step>),
 so running the same command again after a kill continues where it stopped. The config file names every stage's
 parameters (see examples/pipeline.yaml); without one the demo defaults apply.
 

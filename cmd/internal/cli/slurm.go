@@ -413,9 +413,27 @@ type SlurmOptions struct {
 // each step of the loop runs as Slurm jobs on the lake of c (--lake), a
 // shardable stage as N shards and a merge.
 func slurmExecutor(c *cli.Context, opt SlurmOptions) (loop.Executor, error) {
+	return slurmExecutorOn(c, opt, c.String("branch"))
+}
+
+// slurmExecutorOn is slurmExecutor with every job reading and committing
+// branch ("" is main) instead of --branch: an experiment's variants.
+func slurmExecutorOn(c *cli.Context, opt SlurmOptions, branch string) (loop.Executor, error) {
 	l, err := openLake(c, true)
 	if err != nil {
 		return nil, err
+	}
+	if l, err = onBranch(l, branch); err != nil {
+		return nil, err
+	}
+	env := []string{}
+	for _, e := range jobEnv(c) {
+		if !strings.HasPrefix(e, "CUALAKE_BRANCH=") {
+			env = append(env, e)
+		}
+	}
+	if branch != "" {
+		env = append(env, "CUALAKE_BRANCH="+branch)
 	}
 	loc, err := jobLake(c.String("lake"))
 	if err != nil {
@@ -431,7 +449,7 @@ func slurmExecutor(c *cli.Context, opt SlurmOptions) (loop.Executor, error) {
 		opt.Dir = "out/slurm"
 	}
 	return slurm.Executor(slurm.Config{Lake: loc, Binary: bin, Partition: opt.Partition, Time: opt.Time, Extra: opt.Extra,
-		Env: jobEnv(c), Dir: opt.Dir, Shards: opt.Shards, Shardable: shardableCommand, Poll: pollInterval(), Log: c.App.ErrWriter,
+		Env: env, Dir: opt.Dir, Shards: opt.Shards, Shardable: shardableCommand, Poll: pollInterval(), Log: c.App.ErrWriter,
 		Resolve: func(ctx context.Context, ref string) (string, error) { return resolveInput(ctx, l, ref) }}), nil
 }
 

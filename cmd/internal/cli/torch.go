@@ -29,9 +29,12 @@ const torchEnv = "CUALAKE_TORCH"
 var torchCommands = map[string]func(c *cli.Context) bool{
 	"train": always,
 	// run executes every stage of the loop in this process, train included.
-	"run":     always,
-	"rollout": func(c *cli.Context) bool { return isCheckpointRef(c.String("policy")) },
-	"segment": func(c *cli.Context) bool { return isCheckpointRef(c.String("tokenizer")) },
+	"run": always,
+	// experiment run runs the loop of each branch (in-process with one
+	// worker); report and list only read tables.
+	"experiment": func(c *cli.Context) bool { return c.Command != nil && c.Command.Name == "run" },
+	"rollout":    func(c *cli.Context) bool { return isCheckpointRef(c.String("policy")) },
+	"segment":    func(c *cli.Context) bool { return isCheckpointRef(c.String("tokenizer")) },
 	// view and ui decode segments with the tokenizer they were cut with,
 	// a checkpoint's vocabulary among them, known only from the rows.
 	"view": always,

@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cualake/cualake/pipeline/experiment"
+	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/query"
+	"github.com/cualake/cualake/query/notebook/notebooktest"
+)
+
+// tinyExperiment: the run test's small config (6 tasks, one iteration, a few
+// optimiser steps), two variants that differ after the prefix.
+const tinyExperiment = `name: tiny
+doc: Step against window segments on a tiny config.
+base: base.yaml
+set: {synthesize.count: 4}
+seeds: [3]
+variants:
+  - {name: step, set: {segment.mode: step, train.advantage: grpo}}
+  - {name: window}
+`
+
+// TestExperimentRunsOnBranches: one prefix, a branch per variant forked
+// from it with its lineage marked, the experiments table on main, a rerun
+// that redoes nothing, the report and the list.
+func TestExperimentRunsOnBranches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the experiment test trains a policy; skipped in -short mode")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "base.yaml"), []byte(smallRun), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exp := filepath.Join(dir, "tiny.yaml")
+	if err := os.WriteFile(exp, []byte(tinyExperiment), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lk := filepath.Join(dir, "lake")
+	t.Setenv("CUALAKE_TEST_CHILD", "1") // --workers 2 runs stages as children: this binary, as cualake
+	app := App()
+	var stdout, stderr strings.Builder
+	app.Writer, app.ErrWriter = &stdout, &stderr
+	if err := app.RunContext(context.Background(), []string{"cualake", "experiment", "run", exp, "--lake", lk, "--workers", "2", "--json"}); err != nil {
+		t.Fatalf("experiment run: %v\n%s", err, stderr.String())
+	}
+	var res experiment.Result
+	if err := json.Unmarshal([]byte(stdout.String()), &res); err != nil {
+		t.Fatalf("--json: %v\n%s", err, stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "[exp/tiny/step/s3] ") || !strings.Contains(stderr.String(), "[exp/tiny/window/s3] ") {
+		t.Errorf("stage output not prefixed with its branch:\n%s", stderr.String())
+	}
+	p, err := experiment.Load(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Prefixes) != 1 || res.Prefixes[0].Ran != len(p.Prefixes[0].Steps) || len(res.Arms) != 2 {
+		t.Fatalf("prefixes %+v, arms %+v", res.Prefixes, res.Arms)
+	}
+	ctx := context.Background()
+	l, err := lake.OpenDir(ctx, lk, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range res.Arms {
+		if a.Ran == 0 || a.Resumed != 0 {
+			t.Fatalf("%s: ran %d, resumed %d: every iteration step must run on each branch", a.Branch, a.Ran, a.Resumed)
+		}
+		log, err := l.Log(ctx, a.Branch, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The branch's lineage: its steps, the experiment marker, then the
+		// prefix's snapshots.
+		var marker *lake.Manifest
+		for _, m := range log {
+			var params map[string]any
+			json.Unmarshal(m.Params, &params)
+			if m.Stage == "experiment" && params["variant"] == a.Variant && params["experiment"] == "tiny" {
+				marker = m
+			}
+		}
+		if marker == nil || marker.Parent != res.Prefixes[0].Head {
+			t.Fatalf("%s: no experiment marker forked from the prefix head %s", a.Branch, res.Prefixes[0].Head)
+		}
+	}
+	main, err := l.At(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if main.ID != res.Snapshot {
+		t.Fatalf("main at %s, results committed at %s", main.ID, res.Snapshot)
+	}
+	e, err := query.Open(ctx, l, main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := e.Query(ctx, `SELECT variant, iteration, heldout_success, train_success, items, train_seconds IS NOT NULL, replayed_groups IS NULL, executable_rate
+		FROM experiments WHERE experiment = 'tiny' ORDER BY variant, iteration`)
+	e.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Rows) != 4 || res.Rows != 4 {
+		t.Fatalf("rows %v, want 2 variants x iterations 0..1", q.Rows)
+	}
+	// Iteration 0 is the shared prefix: the same numbers on both branches.
+	if q.Rows[0][1] != int32(0) || q.Rows[2][1] != int32(0) || q.Rows[0][2] != q.Rows[2][2] || q.Rows[0][3] != q.Rows[2][3] || q.Rows[0][4] != q.Rows[2][4] {
+		t.Fatalf("iteration 0 differs between variants: %v / %v", q.Rows[0], q.Rows[2])
+	}
+	for _, r := range q.Rows {
+		if r[5] != true || r[6] != true {
+			t.Fatalf("row %v: train seconds missing or replayed groups set", r)
+		}
+	}
+	// The warm start's SFT trained on the demonstrations: iteration 0 counts
+	// its items.
+	if q.Rows[0][4].(int64) <= 0 {
+		t.Fatalf("rows %v: the warm start trained no items", q.Rows)
+	}
+	// The prefix synthesized tasks: its executable rate is at iteration 0.
+	if x, ok := q.Rows[0][7].(float64); !ok || x <= 0 || q.Rows[1][7] != nil {
+		t.Fatalf("rows %v: executable rate at iteration 0 only", q.Rows)
+	}
+
+	// A rerun redoes nothing and commits nothing new.
+	out, err := run(t, "experiment", "run", exp, "--lake", lk, "--json")
+	if err != nil {
+		t.Fatalf("rerun: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, `"steps_run": 0`) || strings.Contains(out, `"steps_run": 1`) || !strings.Contains(out, res.Snapshot) {
+		t.Fatalf("rerun ran steps or moved the results:\n%s", out)
+	}
+
+	// An edited file whose variant now runs another config does not pile
+	// onto the branch of the old one.
+	edited := filepath.Join(dir, "edited.yaml")
+	os.WriteFile(edited, []byte(strings.Replace(tinyExperiment, "train.advantage: grpo", "train.advantage: naive", 1)), 0o644)
+	if out, err := run(t, "experiment", "run", edited, "--lake", lk); err == nil || !strings.Contains(err.Error(), "branch exp/tiny/step/s3 already holds a run of another config") {
+		t.Fatalf("edited experiment: %v\n%s", err, out)
+	}
+
+	// The report: the notebook renderer's page, drawn in Chromium.
+	html := filepath.Join(dir, "tiny.html")
+	if out, err := run(t, "experiment", "report", exp, "--lake", lk, "--out", html); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{"Final numbers per variant", "train_time_ratio", "Train seconds per iteration", "FROM experiments WHERE experiment = &#39;tiny&#39;", main.ID[:12]} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Index(page, ">step<") > strings.Index(page, ">window<") {
+		t.Error("variants not in the file's order")
+	}
+	pg := notebooktest.Load(t, html, "experiment-tiny.png")
+	charts, points, bad, err := pg.Counts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if charts != 6 || points == 0 || bad != 0 {
+		t.Fatalf("report in Chromium: %d charts, %d points, %d bad", charts, points, bad)
+	}
+
+	out, err = run(t, "experiment", "list", "--lake", lk, "--json")
+	if err != nil || !strings.Contains(out, `"experiment": "tiny"`) || !strings.Contains(out, `"rows": 4`) || !strings.Contains(out, `"step",`) {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+}
+
+// TestExperimentRefusesBadInputBeforeRunning: nothing is created in the
+// lake for a file with an unknown key, an unsafe or duplicate variant, or
+// an invalid base.
+func TestExperimentRefusesBadInputBeforeRunning(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "base.yaml"), []byte(smallRun), 0o644)
+	os.WriteFile(filepath.Join(dir, "bad-base.yaml"), []byte("sample: {sampler: lucky}\n"), 0o644)
+	lk := filepath.Join(dir, "lake")
+	for _, c := range []struct{ text, want string }{
+		{"name: e\nbase: base.yaml\nseeds: [1]\nvariants: [{name: a, set: {segment.mdoe: step}}]\n", "segment.mdoe"},
+		{"name: e\nbase: base.yaml\nseeds: [1]\nvariants: [{name: 'a b'}]\n", `variant "a b"`},
+		{"name: e\nbase: base.yaml\nseeds: [1]\nvariants: [{name: a}, {name: a}]\n", `variant "a" is listed twice`},
+		{"name: e\nbase: bad-base.yaml\nseeds: [1]\nvariants: [{name: a}]\n", "lucky"},
+	} {
+		p := filepath.Join(dir, "e.yaml")
+		os.WriteFile(p, []byte(c.text), 0o644)
+		out, err := run(t, "experiment", "run", p, "--lake", lk)
+		if err == nil || !strings.Contains(out+err.Error(), c.want) {
+			t.Errorf("%q: %v %s; want an error naming %s", c.text, err, out, c.want)
+		}
+		if _, err := os.Stat(lk); err == nil {
+			t.Fatalf("%q: the lake was created before the file was checked", c.text)
+		}
+	}
+}

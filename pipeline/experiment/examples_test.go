@@ -1,0 +1,27 @@
+package experiment
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// Every shipped experiment resolves; the sampler, advantage and reward
+// ablations share one prefix per seed, and the VeriGen one has a prefix per
+// role configuration.
+func TestExamplesResolve(t *testing.T) {
+	files, err := filepath.Glob("../../examples/experiments/*.yaml")
+	if err != nil || len(files) < 6 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	for _, f := range files {
+		p, err := Load(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		seeds := len(p.Spec.Seeds)
+		want := map[string]int{"samplers": seeds, "stepo": seeds, "reward-source": seeds, "verigen-roles": 4 * seeds}
+		if n, ok := want[p.Spec.Name]; ok && len(p.Prefixes) != n {
+			t.Errorf("%s: %d prefixes, want %d", p.Spec.Name, len(p.Prefixes), n)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/query"
+	"github.com/cualake/cualake/query/notebook"
+)
+
+// curve is one chart of the report: a column of the experiments table.
+type curve struct {
+	column, title, ylabel string
+	from                  int // first iteration drawn (train seconds skip the warm start's SFT)
+}
+
+var curves = []curve{
+	{"heldout_success", "Held-out success per iteration", "held-out success", 0},
+	{"train_success", "Training success per iteration", "training success", 0},
+	{"mean_reward", "Mean training reward per iteration", "mean reward", 0},
+	{"zero_variance_share", "Zero-variance groups per iteration", "share of groups", 1},
+	{"train_seconds", "Train seconds per iteration", "seconds", 1},
+	{"rollout_seconds", "Rollout seconds per iteration", "seconds", 1},
+}
+
+// Notebook returns the report of experiment name as a notebook over the
+// experiments table: a summary, the final numbers per variant (mean +- sd
+// over the seeds), and a curve per metric with the spread over seeds.
+// Variants are ordered as order lists them (nil: by name); doc heads it.
+func Notebook(name, doc string, order []string) (string, error) {
+	if err := checkName("experiment", name); err != nil {
+		return "", err
+	}
+	for _, v := range order {
+		if err := checkName("variant", v); err != nil {
+			return "", err
+		}
+	}
+	// Names are checked safe, so they go into SQL string literals as is.
+	where := fmt.Sprintf("experiment = '%s'", name)
+	rank := "variant"
+	if len(order) > 0 {
+		var b strings.Builder
+		b.WriteString("CASE variant")
+		for i, v := range order {
+			fmt.Fprintf(&b, " WHEN '%s' THEN %d", v, i)
+		}
+		fmt.Fprintf(&b, " ELSE %d END", len(order))
+		rank = b.String()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Experiment %s\n\n", name)
+	if doc != "" {
+		b.WriteString(strings.TrimSpace(doc) + "\n\n")
+	}
+	b.WriteString("Every number below is one SQL query over the `experiments` table of the snapshot named at the top " +
+		"(open a chart's SQL to re-run it with `cualake query --at SNAPSHOT`). Each variant ran on its own branch " +
+		"`exp/" + name + "/<variant>/s<seed>`, forked from its seed's shared prefix (pool, synthesis, warm start, initial pass); " +
+		"iteration 0 is that prefix. Spread is the sample standard deviation over the seeds (0 with one seed). " +
+		"Seconds come from the commit times of each step's snapshot (1 s resolution) and depend on the machine and its load.\n\n")
+	fmt.Fprintf(&b, "```sql\n-- title: Summary\n-- display: summary\nSELECT count(DISTINCT variant) AS variants, count(DISTINCT seed) AS seeds,\n"+
+		"       max(iteration) AS iterations, count(DISTINCT branch) AS branches\nFROM experiments WHERE %s\n```\n\n", where)
+	b.WriteString("## Final numbers\n\nAt each branch's last iteration; train and rollout seconds are summed over the RL iterations " +
+		"(the prefix excluded); `train_time_ratio` divides a variant's mean train seconds by the first variant's; " +
+		"`executable_rate` is the prefix's synthesis (executable candidate-rounds over candidate-rounds).\n\n")
+	fmt.Fprintf(&b, "```sql\n-- title: Final numbers per variant (mean ± sd over seeds)\n"+
+		"WITH last AS (SELECT variant, seed, max(iteration) AS it FROM experiments WHERE %[1]s GROUP BY ALL),\n"+
+		"fin AS (SELECT e.* FROM experiments e JOIN last l ON e.variant = l.variant AND e.seed = l.seed AND e.iteration = l.it WHERE e.%[1]s),\n"+
+		"tot AS (SELECT variant, seed, sum(train_seconds) AS train_s, sum(rollout_seconds) AS rollout_s, sum(tokens) AS tokens\n"+
+		"        FROM experiments WHERE %[1]s AND iteration >= 1 GROUP BY ALL),\n"+
+		"pre AS (SELECT variant, seed, executable_rate FROM experiments WHERE %[1]s AND iteration = 0),\n"+
+		"per AS (SELECT f.variant, f.seed, f.heldout_success, f.train_success, f.mean_reward, t.train_s, t.rollout_s, t.tokens, p.executable_rate\n"+
+		"        FROM fin f LEFT JOIN tot t ON t.variant = f.variant AND t.seed = f.seed LEFT JOIN pre p ON p.variant = f.variant AND p.seed = f.seed),\n"+
+		"agg AS (SELECT variant, %[2]s AS rank, count(*) AS seeds,\n"+
+		"        avg(heldout_success) AS h, coalesce(stddev_samp(heldout_success), 0) AS h_sd,\n"+
+		"        avg(train_success) AS s, coalesce(stddev_samp(train_success), 0) AS s_sd,\n"+
+		"        avg(mean_reward) AS r, coalesce(stddev_samp(mean_reward), 0) AS r_sd,\n"+
+		"        avg(train_s) AS ts, coalesce(stddev_samp(train_s), 0) AS ts_sd,\n"+
+		"        avg(rollout_s) AS rs, coalesce(stddev_samp(rollout_s), 0) AS rs_sd, avg(tokens) AS tok,\n"+
+		"        avg(executable_rate) AS x, coalesce(stddev_samp(executable_rate), 0) AS x_sd\n"+
+		"        FROM per GROUP BY variant)\n"+
+		"SELECT variant, seeds,\n"+
+		"       printf('%%.3f ± %%.3f', h, h_sd) AS heldout_success, printf('%%.3f ± %%.3f', s, s_sd) AS train_success,\n"+
+		"       printf('%%.3f ± %%.3f', r, r_sd) AS mean_reward, printf('%%.0f ± %%.0f', ts, ts_sd) AS train_seconds,\n"+
+		"       printf('%%.0f ± %%.0f', rs, rs_sd) AS rollout_seconds, CAST(round(tok) AS BIGINT) AS tokens,\n"+
+		"       round(ts / nullif(first_value(ts) OVER (ORDER BY rank, variant), 0), 2) AS train_time_ratio,\n"+
+		"       CASE WHEN x IS NULL THEN NULL ELSE printf('%%.3f ± %%.3f', x, x_sd) END AS executable_rate\n"+
+		"FROM agg ORDER BY rank, variant\n```\n\n", where, rank)
+	b.WriteString("## Curves\n\nOne line per variant for the mean over seeds, and two for mean ± sd.\n\n")
+	for _, c := range curves {
+		fmt.Fprintf(&b, "```sql\n-- title: %s\n-- chart: line x=iteration y=mean,minus_sd,plus_sd series=variant ylabel=\"%s\" yscale=linear\n"+
+			"SELECT iteration, variant, avg(%[3]s) AS mean,\n"+
+			"       avg(%[3]s) - coalesce(stddev_samp(%[3]s), 0) AS minus_sd,\n"+
+			"       avg(%[3]s) + coalesce(stddev_samp(%[3]s), 0) AS plus_sd, count(%[3]s) AS seeds\n"+
+			"FROM experiments WHERE %[4]s AND iteration >= %[5]d\nGROUP BY iteration, variant ORDER BY iteration, %[6]s, variant\n```\n\n",
+			c.title, c.ylabel, c.column, where, c.from, rank)
+	}
+	b.WriteString("## Rows\n\nEvery row of the experiment, as stored.\n\n")
+	fmt.Fprintf(&b, "```sql\n-- title: The experiment's rows\n-- rows: 200\nSELECT * FROM experiments WHERE %s ORDER BY %s, variant, seed, iteration\n```\n", where, rank)
+	return b.String(), nil
+}
+
+// Report writes the HTML report of experiment name from the experiments
+// table at l's branch head. It is an error when that table has no rows of
+// the experiment, or a cell fails.
+func Report(ctx context.Context, l *lake.Lake, name, doc string, order []string, w io.Writer) error {
+	src, err := Notebook(name, doc, order)
+	if err != nil {
+		return err
+	}
+	m, err := l.At(ctx, "")
+	if err != nil {
+		return err
+	}
+	e, err := query.Open(ctx, l, m)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	res, err := e.Query(ctx, "SELECT count(*) FROM experiments WHERE experiment = ?", name)
+	if err != nil {
+		return err
+	}
+	if n, _ := toInt(res.Rows[0][0]); n == 0 {
+		return fmt.Errorf("experiment %s: no rows in the experiments table on branch %s (run `cualake experiment run` first)", name, l.Branch())
+	}
+	rep, err := notebook.Run(ctx, e, notebook.Parse("experiment-"+name+".md", []byte(src)))
+	if err != nil {
+		return err
+	}
+	if err := rep.Err(); err != nil {
+		return err
+	}
+	return notebook.WriteHTML(w, rep)
+}

@@ -1,0 +1,378 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/loop"
+	"github.com/cualake/cualake/schemas"
+)
+
+// PrefixEnd is the key of the last step of the shared prefix: the initial
+// pass over the pool, after which the RL iterations begin.
+const PrefixEnd = "initial-pass"
+
+func prefixSteps(c loop.Config) ([]loop.Step, error) {
+	steps := loop.Plan(c)
+	for i, s := range steps {
+		if s.Key == PrefixEnd {
+			return steps[:i+1], nil
+		}
+	}
+	return nil, fmt.Errorf("the plan has no %s step", PrefixEnd)
+}
+
+// suffixSteps are the plan's steps after the prefix.
+func suffixSteps(c loop.Config) []loop.Step {
+	steps := loop.Plan(c)
+	for i, s := range steps {
+		if s.Key == PrefixEnd {
+			return steps[i+1:]
+		}
+	}
+	return nil
+}
+
+func stepsID(steps []loop.Step) string {
+	type key struct {
+		Key     string
+		Command []string
+		Flags   []string
+	}
+	ks := make([]key, len(steps))
+	for i, s := range steps {
+		ks[i] = key{s.Key, s.Command, s.Flags}
+	}
+	b, _ := json.Marshal(ks)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])[:12]
+}
+
+// Options configure Run.
+type Options struct {
+	// Workers is how many branches run at once (prefixes first, then the
+	// variants forked from them); 0 is 1.
+	Workers int
+	// Executor returns the executor of the stage commands of one branch
+	// (in-process with --branch, or Slurm jobs that commit to it); log is
+	// where that branch's stage output goes.
+	Executor func(branch string, log io.Writer) loop.Executor
+	// Log receives progress lines, each prefixed with its branch.
+	Log io.Writer
+}
+
+// BranchResult is what Run did on one branch.
+type BranchResult struct {
+	Branch  string  `json:"branch"`
+	Variant string  `json:"variant,omitempty"` // "" for a prefix
+	Seed    int64   `json:"seed"`
+	Head    string  `json:"head"`
+	Ran     int     `json:"steps_run"`
+	Resumed int     `json:"steps_resumed"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Result is what Run did.
+type Result struct {
+	Experiment string         `json:"experiment"`
+	Prefixes   []BranchResult `json:"prefixes"`
+	Arms       []BranchResult `json:"variants"`
+	// Snapshot is the commit of the experiments table on the results
+	// branch (the handle's).
+	Snapshot string  `json:"snapshot"`
+	Rows     int     `json:"rows"`
+	Seconds  float64 `json:"seconds"`
+}
+
+// Run runs every prefix and arm of p, forking from l's branch (main unless
+// OnBranch): each prefix on its own branch, then each arm on its branch
+// from the prefix's last snapshot, up to opt.Workers at once; and then
+// replaces the experiment's rows of the experiments table on l's branch.
+// What is committed is never redone, so a rerun after a kill continues.
+func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, error) {
+	t0 := time.Now()
+	if opt.Workers < 1 {
+		opt.Workers = 1
+	}
+	if opt.Log == nil {
+		opt.Log = io.Discard
+	}
+	from, err := forkPoint(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, opt.Workers)
+	var mu sync.Mutex
+	res := &Result{Experiment: p.Spec.Name}
+	var errs []error
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+		cancel()
+	}
+	log := &lineLog{w: opt.Log}
+	// A prefix's head is set before its channel closes ("" on failure).
+	type prefixDone struct {
+		ch   chan struct{}
+		head string
+	}
+	done := map[*Prefix]*prefixDone{}
+	var wg sync.WaitGroup
+	for _, pre := range p.Prefixes {
+		d := &prefixDone{ch: make(chan struct{})}
+		done[pre] = d
+		wg.Add(1)
+		go func(pre *Prefix) {
+			defer wg.Done()
+			defer close(d.ch)
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			br, err := runPrefix(ctx, l, p, pre, from, opt, log.with(pre.Branch))
+			if err != nil {
+				fail(fmt.Errorf("prefix %s: %w", pre.Branch, err))
+				return
+			}
+			mu.Lock()
+			res.Prefixes = append(res.Prefixes, br)
+			mu.Unlock()
+			d.head = br.Head
+		}(pre)
+	}
+	for _, a := range p.Arms {
+		wg.Add(1)
+		go func(a *Arm) {
+			defer wg.Done()
+			d := done[a.Prefix]
+			<-d.ch
+			head := d.head
+			if head == "" {
+				return // the prefix failed, and said so
+			}
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				return
+			}
+			br, err := runArm(ctx, l, p, a, head, opt, log.with(a.Branch))
+			if err != nil {
+				fail(fmt.Errorf("variant %s seed %d (branch %s): %w", a.Variant, a.Seed, a.Branch, err))
+				return
+			}
+			mu.Lock()
+			res.Arms = append(res.Arms, br)
+			mu.Unlock()
+		}(a)
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return res, errors.Join(errs...)
+	}
+	sort.Slice(res.Prefixes, func(i, j int) bool { return res.Prefixes[i].Branch < res.Prefixes[j].Branch })
+	sort.Slice(res.Arms, func(i, j int) bool { return res.Arms[i].Branch < res.Arms[j].Branch })
+	rows, err := Collect(ctx, l, p)
+	if err != nil {
+		return res, err
+	}
+	m, err := commitResults(ctx, l, p, rows)
+	if err != nil {
+		return res, err
+	}
+	res.Snapshot, res.Rows, res.Seconds = m.ID, len(rows), time.Since(t0).Seconds()
+	return res, nil
+}
+
+// forkPoint is the snapshot prefixes fork from: the head of l's branch.
+// An empty lake first gets an empty root on main, since a branch must
+// point somewhere.
+func forkPoint(ctx context.Context, l *lake.Lake) (string, error) {
+	head, err := l.Head(ctx)
+	if err != nil {
+		return "", fmt.Errorf("experiment: the branch to fork from: %w", err)
+	}
+	if head != "" {
+		return head, nil
+	}
+	tx, err := l.Begin(ctx, "")
+	if err != nil {
+		return "", err
+	}
+	// A zero-row experiments table is the root's one change (a commit
+	// that changes nothing adds no snapshot).
+	if err := tx.Replace(schemas.ExperimentResults.Name, nil); err != nil {
+		return "", err
+	}
+	m, err := tx.Commit(ctx, lake.CommitInfo{Stage: "experiment", Message: "empty root that experiment branches fork from"})
+	if err != nil {
+		return "", fmt.Errorf("experiment: root snapshot: %w", err)
+	}
+	return m.ID, nil
+}
+
+func ensureBranch(ctx context.Context, l *lake.Lake, name, from string) (bool, error) {
+	branches, err := l.Branches(ctx)
+	if err != nil {
+		return false, err
+	}
+	if _, ok := branches[name]; ok {
+		return false, nil
+	}
+	if _, err := l.CreateBranch(ctx, name, from); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func runPrefix(ctx context.Context, l *lake.Lake, p *Plan, pre *Prefix, from string, opt Options, log io.Writer) (BranchResult, error) {
+	t0 := time.Now()
+	br := BranchResult{Branch: pre.Branch, Seed: pre.Seed}
+	if _, err := ensureBranch(ctx, l, pre.Branch, from); err != nil {
+		return br, err
+	}
+	b, err := l.OnBranch(pre.Branch)
+	if err != nil {
+		return br, err
+	}
+	steps, err := loop.RunSteps(ctx, b, pre.RunID, pre.Steps, opt.Executor(pre.Branch, log), log)
+	if err != nil {
+		return br, err
+	}
+	count(&br, steps)
+	br.Head, br.Seconds = steps[len(steps)-1].Snapshot, time.Since(t0).Seconds()
+	return br, nil
+}
+
+func count(br *BranchResult, steps []loop.StepResult) {
+	for _, s := range steps {
+		if s.Resumed {
+			br.Resumed++
+		} else {
+			br.Ran++
+		}
+	}
+}
+
+func runArm(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, prefixHead string, opt Options, log io.Writer) (BranchResult, error) {
+	t0 := time.Now()
+	br := BranchResult{Branch: a.Branch, Variant: a.Variant, Seed: a.Seed}
+	if _, err := ensureBranch(ctx, l, a.Branch, prefixHead); err != nil {
+		return br, err
+	}
+	b, err := l.OnBranch(a.Branch)
+	if err != nil {
+		return br, err
+	}
+	if err := markBranch(ctx, b, p, a, prefixHead); err != nil {
+		return br, err
+	}
+	steps := suffixSteps(a.Config)
+	var res []loop.StepResult
+	if len(steps) > 0 {
+		if res, err = loop.RunSteps(ctx, b, loop.RunID(a.Config), steps, opt.Executor(a.Branch, log), log); err != nil {
+			return br, err
+		}
+	}
+	count(&br, res)
+	if br.Head, err = b.Head(ctx); err != nil {
+		return br, err
+	}
+	br.Seconds = time.Since(t0).Seconds()
+	return br, nil
+}
+
+// markBranch makes the branch's first commit its experiment_runs row, so
+// its lineage names the experiment and variant. A branch whose head
+// already has it (a rerun) is left alone.
+func markBranch(ctx context.Context, b *lake.Lake, p *Plan, a *Arm, prefixHead string) error {
+	m, err := b.At(ctx, "")
+	if err != nil {
+		return err
+	}
+	if tf, ok := m.Tables[schemas.ExperimentRuns.Name]; ok && tf.Rows > 0 {
+		// A rerun: the branch must be this arm's, not one an earlier
+		// version of the file ran with other settings.
+		rows, err := lake.ReadTable(ctx, b, m, schemas.ExperimentRuns)
+		if err != nil {
+			return err
+		}
+		if len(rows) != 1 || rows[0].RunID != loop.RunID(a.Config) || rows[0].PrefixSnapshot != prefixHead {
+			return fmt.Errorf("branch %s already holds a run of another config or prefix (%s %s; now %s from %s): "+
+				"the experiment file changed since; rename the experiment or delete its branches (cualake lake branch delete)",
+				a.Branch, orNone(rows, func(r schemas.ExperimentRun) string { return r.RunID }),
+				orNone(rows, func(r schemas.ExperimentRun) string { return r.PrefixSnapshot }), loop.RunID(a.Config), prefixHead)
+		}
+		return nil
+	}
+	over, err := json.Marshal(a.Overrides)
+	if err != nil {
+		return fmt.Errorf("overrides: %w", err)
+	}
+	cfg, err := json.Marshal(a.Config)
+	if err != nil {
+		return err
+	}
+	row := schemas.ExperimentRun{Experiment: p.Spec.Name, Variant: a.Variant, Seed: a.Seed, Branch: a.Branch,
+		PrefixBranch: a.Prefix.Branch, PrefixSnapshot: prefixHead, Overrides: string(over), Config: string(cfg), RunID: loop.RunID(a.Config)}
+	tx, err := b.Begin(ctx, "")
+	if err != nil {
+		return err
+	}
+	if err := lake.ReplaceTable(ctx, tx, schemas.ExperimentRuns, []schemas.ExperimentRun{row}); err != nil {
+		return err
+	}
+	_, err = tx.Commit(ctx, lake.CommitInfo{Stage: "experiment", Seed: a.Seed, Inputs: []string{prefixHead},
+		Params:  map[string]any{"experiment": p.Spec.Name, "variant": a.Variant, "seed": a.Seed, "overrides": a.Overrides},
+		Message: fmt.Sprintf("experiment %s, variant %s, seed %d: forked from prefix %s", p.Spec.Name, a.Variant, a.Seed, a.Prefix.Branch)})
+	return err
+}
+
+func orNone(rows []schemas.ExperimentRun, f func(schemas.ExperimentRun) string) string {
+	if len(rows) == 0 {
+		return "none"
+	}
+	return f(rows[0])
+}
+
+// lineLog writes whole lines from several branches, each prefixed, one
+// line at a time.
+type lineLog struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineLog) with(prefix string) io.Writer { return &prefixed{log: l, prefix: prefix} }
+
+type prefixed struct {
+	log    *lineLog
+	prefix string
+	buf    []byte // an unfinished line
+}
+
+func (p *prefixed) Write(b []byte) (int, error) {
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		p.log.mu.Lock()
+		_, err := fmt.Fprintf(p.log.w, "[%s] %s\n", p.prefix, p.buf[:i])
+		p.log.mu.Unlock()
+		p.buf = p.buf[i+1:]
+		if err != nil {
+			return len(b), err
+		}
+	}
+}

@@ -1,0 +1,284 @@
+// Package experiment runs ablations on lake branches: a base loop config,
+// variants as overrides of its keys, and seeds. Per seed, the plan's shared
+// prefix (pool, synthesis, warm start, initial pass) is committed once on a
+// prefix branch; every variant x seed forks its own branch
+// exp/<experiment>/<variant>/s<seed> from it and runs the RL iterations
+// there. The per-iteration numbers of every branch land in the experiments
+// table, which the report charts.
+package experiment
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/loop"
+)
+
+// Spec is an experiment file (examples/experiments/*.yaml).
+type Spec struct {
+	Name string `yaml:"name"`
+	// Doc says what the experiment re-derives; it heads the report.
+	Doc string `yaml:"doc"`
+	// Base is the loop config (examples/pipeline.yaml form), relative to
+	// the experiment file; "" is the loop's defaults.
+	Base string `yaml:"base"`
+	// Set overrides keys of the base for every variant (to scale it down).
+	Set map[string]any `yaml:"set"`
+	// Seeds replace the config's seed; each seed has its own prefix.
+	Seeds    []int64   `yaml:"seeds"`
+	Variants []Variant `yaml:"variants"`
+
+	dir string // folder of the file, for Base
+}
+
+// Variant is one arm: overrides of dotted config keys (segment.mode,
+// sample.sampler, ...) applied after the spec's Set.
+type Variant struct {
+	Name string         `yaml:"name"`
+	Set  map[string]any `yaml:"set"`
+}
+
+// Arm is one variant at one seed, resolved: its config and branches.
+type Arm struct {
+	Variant   string
+	Seed      int64
+	Overrides map[string]any // the spec's Set and the variant's, merged
+	Config    loop.Config
+	Branch    string // exp/<experiment>/<variant>/s<seed>
+	Prefix    *Prefix
+}
+
+// Prefix is a shared prefix: the plan's steps up to the initial pass, for
+// one seed, shared by every variant whose overrides leave them unchanged.
+type Prefix struct {
+	Branch string      // exp/<experiment>/_prefix/p<hash>/s<seed>
+	RunID  string      // hash of its steps (the resume tags' run id)
+	Steps  []loop.Step // the plan's first steps
+	Seed   int64
+	Arms   []*Arm
+}
+
+// Plan is a resolved experiment: every arm and the prefixes they share.
+type Plan struct {
+	Spec     Spec
+	Arms     []*Arm
+	Prefixes []*Prefix
+}
+
+// maxName bounds experiment and variant names so that every branch and
+// resume tag stays within the lake's 128-byte ref names.
+const maxName = 32
+
+var safeName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+
+// checkName refuses a name that is not one safe branch path component.
+func checkName(kind, name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%s name is empty", kind)
+	case len(name) > maxName:
+		return fmt.Errorf("%s %q: longer than %d bytes", kind, name, maxName)
+	case !safeName.MatchString(name) || strings.Contains(name, ".."):
+		return fmt.Errorf("%s %q: not a safe branch name (lowercase letters, digits, '.', '_', '-'; starting with a letter or digit)", kind, name)
+	}
+	return nil
+}
+
+// Load reads an experiment file strictly (unknown keys are errors) and
+// resolves it (Resolve): every error comes before anything runs.
+func Load(path string) (*Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("experiment %s: %w", path, err)
+	}
+	var s Spec
+	if err := yaml.UnmarshalWithOptions(b, &s, yaml.Strict()); err != nil {
+		return nil, fmt.Errorf("experiment %s: %s", path, yaml.FormatError(err, false, true))
+	}
+	s.dir = filepath.Dir(path)
+	p, err := Resolve(s)
+	if err != nil {
+		return nil, fmt.Errorf("experiment %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Resolve checks a spec and builds every arm's config: names are safe and
+// unique, every override names a key of the config, every config
+// validates, and arms whose prefix steps are equal share one prefix.
+func Resolve(s Spec) (*Plan, error) {
+	if err := checkName("experiment", s.Name); err != nil {
+		return nil, err
+	}
+	if len(s.Variants) == 0 {
+		return nil, fmt.Errorf("experiment %s: no variants", s.Name)
+	}
+	if len(s.Seeds) == 0 {
+		return nil, fmt.Errorf("experiment %s: no seeds (seeds: [1, 2, 3])", s.Name)
+	}
+	seen := map[int64]bool{}
+	for _, sd := range s.Seeds {
+		if sd < 0 || seen[sd] {
+			return nil, fmt.Errorf("experiment %s: seed %d is negative or listed twice", s.Name, sd)
+		}
+		seen[sd] = true
+	}
+	base := loop.Default()
+	if s.Base != "" {
+		path := s.Base
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(s.dir, path)
+		}
+		var err error
+		if base, err = loop.Load(path); err != nil {
+			return nil, fmt.Errorf("experiment %s: base config: %w", s.Name, err)
+		}
+	}
+	p := &Plan{Spec: s}
+	names := map[string]bool{}
+	prefixes := map[string]*Prefix{}
+	for i, v := range s.Variants {
+		if err := checkName("variant", v.Name); err != nil {
+			return nil, fmt.Errorf("experiment %s: variant %d: %w", s.Name, i+1, err)
+		}
+		if names[v.Name] {
+			return nil, fmt.Errorf("experiment %s: variant %q is listed twice", s.Name, v.Name)
+		}
+		names[v.Name] = true
+		over := map[string]any{}
+		for k, x := range s.Set {
+			over[k] = x
+		}
+		for k, x := range v.Set {
+			over[k] = x
+		}
+		cfg, err := Apply(base, over)
+		if err != nil {
+			where := "variant " + v.Name
+			if _, ok := v.Set[firstKey(err)]; !ok && firstKey(err) != "" {
+				where = "set"
+			}
+			return nil, fmt.Errorf("experiment %s: %s: %w", s.Name, where, err)
+		}
+		for _, sd := range s.Seeds {
+			c := cfg
+			c.Seed = sd
+			a := &Arm{Variant: v.Name, Seed: sd, Overrides: over, Config: c,
+				Branch: fmt.Sprintf("exp/%s/%s/s%d", s.Name, v.Name, sd)}
+			if err := lake.ValidateRefName(a.Branch); err != nil {
+				return nil, fmt.Errorf("experiment %s: variant %s: %w", s.Name, v.Name, err)
+			}
+			steps, err := prefixSteps(c)
+			if err != nil {
+				return nil, fmt.Errorf("experiment %s: variant %s: %w", s.Name, v.Name, err)
+			}
+			id := stepsID(steps)
+			pre := prefixes[id]
+			if pre == nil {
+				// The group hash leaves the seed out, so one prefix name
+				// covers a group of variants at every seed.
+				c0 := c
+				c0.Seed = 0
+				s0, _ := prefixSteps(c0)
+				pre = &Prefix{Branch: fmt.Sprintf("exp/%s/_prefix/p%s/s%d", s.Name, stepsID(s0)[:8], sd), RunID: id, Steps: steps, Seed: sd}
+				prefixes[id] = pre
+				p.Prefixes = append(p.Prefixes, pre)
+			}
+			a.Prefix = pre
+			pre.Arms = append(pre.Arms, a)
+			p.Arms = append(p.Arms, a)
+		}
+	}
+	return p, nil
+}
+
+// keyError names the override key an error is about.
+type keyError struct {
+	key string
+	err error
+}
+
+func (e *keyError) Error() string { return e.key + ": " + e.err.Error() }
+func (e *keyError) Unwrap() error { return e.err }
+
+func firstKey(err error) string {
+	var k *keyError
+	if errors.As(err, &k) {
+		return k.key
+	}
+	return ""
+}
+
+// Apply returns base with the dotted keys of over set (segment.k: 3). A
+// key the config does not have is an error naming it, as is a value of
+// the wrong type; the result must validate.
+func Apply(base loop.Config, over map[string]any) (loop.Config, error) {
+	b, err := yaml.Marshal(base)
+	if err != nil {
+		return base, err
+	}
+	var tree map[string]any
+	if err := yaml.Unmarshal(b, &tree); err != nil {
+		return base, err
+	}
+	keys := make([]string, 0, len(over))
+	for k := range over {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		if i > 0 && strings.HasPrefix(k, keys[i-1]+".") {
+			return base, &keyError{k, fmt.Errorf("also set as part of %s", keys[i-1])}
+		}
+		if err := setKey(tree, k, over[k]); err != nil {
+			return base, &keyError{k, err}
+		}
+	}
+	if b, err = yaml.Marshal(tree); err != nil {
+		return base, err
+	}
+	c := loop.Default()
+	if err := yaml.UnmarshalWithOptions(b, &c, yaml.Strict()); err != nil {
+		return base, fmt.Errorf("overrides %s: %s", strings.Join(keys, ", "), yaml.FormatError(err, false, false))
+	}
+	if err := c.Validate(); err != nil {
+		return base, fmt.Errorf("overrides %s: %w", strings.Join(keys, ", "), err)
+	}
+	return c, nil
+}
+
+func setKey(tree map[string]any, key string, v any) error {
+	parts := strings.Split(key, ".")
+	m := tree
+	for i, part := range parts {
+		cur, ok := m[part]
+		if !ok {
+			return fmt.Errorf("unknown config key (no %q in %s)", part, orTop(strings.Join(parts[:i], ".")))
+		}
+		if i == len(parts)-1 {
+			m[part] = v
+			return nil
+		}
+		next, ok := cur.(map[string]any)
+		if !ok {
+			return fmt.Errorf("unknown config key (%s is not a section)", strings.Join(parts[:i+1], "."))
+		}
+		m = next
+	}
+	return nil
+}
+
+func orTop(s string) string {
+	if s == "" {
+		return "the config"
+	}
+	return s
+}

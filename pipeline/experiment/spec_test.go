@@ -1,0 +1,108 @@
+package experiment
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const base = "iterations: 2\nlimit_tasks: 4\nsynthesize: {count: 5}\n"
+
+func TestResolveSharesPrefixes(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "base.yaml", base)
+	p, err := Load(write(t, dir, "e.yaml", `name: roles
+base: base.yaml
+set: {train.steps: 3}
+seeds: [1, 2]
+variants:
+  - {name: step, set: {segment.mode: step, segment.k: 3}}
+  - {name: window}
+  - {name: no-judger, set: {synthesize.without: [judger]}}
+  - {name: verifier, set: {rollout.reward: verifier, sample.sampler: dtac}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Arms) != 8 {
+		t.Fatalf("%d arms, want 4 variants x 2 seeds", len(p.Arms))
+	}
+	// step, window and verifier change only the iterations: one prefix per
+	// seed; removing a VeriGen role changes synthesis: its own prefix.
+	if len(p.Prefixes) != 4 {
+		t.Fatalf("%d prefixes, want 2 groups x 2 seeds", len(p.Prefixes))
+	}
+	by := map[string]*Arm{}
+	for _, a := range p.Arms {
+		by[a.Branch] = a
+		if a.Config.Train.Steps != 3 || a.Config.Iterations != 2 {
+			t.Fatalf("%s: set or base not applied: %+v", a.Branch, a.Config.Train)
+		}
+	}
+	step, win, nj, ver := by["exp/roles/step/s1"], by["exp/roles/window/s1"], by["exp/roles/no-judger/s1"], by["exp/roles/verifier/s1"]
+	if step == nil || win == nil || nj == nil || ver == nil {
+		t.Fatalf("branches: %v", by)
+	}
+	if step.Prefix != win.Prefix || win.Prefix != ver.Prefix || nj.Prefix == win.Prefix {
+		t.Fatal("prefix groups wrong")
+	}
+	if by["exp/roles/window/s2"].Prefix == win.Prefix {
+		t.Fatal("two seeds share a prefix")
+	}
+	if step.Config.Segment.Mode != "step" || step.Config.Segment.K != 3 || win.Config.Segment.Mode != "window" ||
+		ver.Config.Rollout.Reward != "verifier" || ver.Config.Sample.Sampler != "dtac" || strings.Join(nj.Config.Synthesize.Without, ",") != "judger" {
+		t.Fatalf("overrides not applied: %+v / %+v", step.Config.Segment, nj.Config.Synthesize)
+	}
+	if !strings.HasPrefix(win.Prefix.Branch, "exp/roles/_prefix/p") || !strings.HasSuffix(win.Prefix.Branch, "/s1") ||
+		strings.TrimSuffix(win.Prefix.Branch, "/s1") != strings.TrimSuffix(by["exp/roles/window/s2"].Prefix.Branch, "/s2") {
+		t.Fatalf("prefix branch names: %s, %s", win.Prefix.Branch, by["exp/roles/window/s2"].Prefix.Branch)
+	}
+	if last := win.Prefix.Steps[len(win.Prefix.Steps)-1].Key; last != PrefixEnd {
+		t.Fatalf("prefix ends at %s", last)
+	}
+	if first := suffixSteps(win.Config)[0].Key; first != "it01-sample" {
+		t.Fatalf("iterations start at %s", first)
+	}
+}
+
+// Bad input is an error before anything runs, naming the key or variant.
+func TestResolveRefusesBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "base.yaml", base)
+	write(t, dir, "bad-base.yaml", "rollout: {n: 1}\n")
+	for _, c := range []struct{ name, text, want string }{
+		{"unknown key", "name: e\nbase: base.yaml\nseeds: [1]\nvariants: [{name: a, set: {segment.mdoe: step}}]\n", `variant a: segment.mdoe: unknown config key (no "mdoe" in segment)`},
+		{"unknown section", "name: e\nseeds: [1]\nvariants: [{name: a, set: {trainer.lr: 1}}]\n", `variant a: trainer.lr: unknown config key`},
+		{"leaf as section", "name: e\nseeds: [1]\nvariants: [{name: a, set: {seed.x: 1}}]\n", `seed.x: unknown config key (seed is not a section)`},
+		{"unknown key in set", "name: e\nseeds: [1]\nset: {iteratons: 1}\nvariants: [{name: a}]\n", `set: iteratons: unknown config key`},
+		{"bad value", "name: e\nseeds: [1]\nvariants: [{name: a, set: {sample.sampler: lucky}}]\n", `variant a: overrides sample.sampler: sample.sampler is "lucky"`},
+		{"wrong type", "name: e\nseeds: [1]\nvariants: [{name: a, set: {segment.k: many}}]\n", `variant a: overrides segment.k`},
+		{"unsafe variant", "name: e\nseeds: [1]\nvariants: [{name: a/b}]\n", `variant "a/b": not a safe branch name`},
+		{"unsafe variant 2", "name: e\nseeds: [1]\nvariants: [{name: ../x}]\n", `variant "../x": not a safe branch name`},
+		{"reserved variant", "name: e\nseeds: [1]\nvariants: [{name: _prefix}]\n", `variant "_prefix": not a safe branch name`},
+		{"duplicate variant", "name: e\nseeds: [1]\nvariants: [{name: a}, {name: a}]\n", `variant "a" is listed twice`},
+		{"unsafe experiment", "name: E x\nseeds: [1]\nvariants: [{name: a}]\n", `experiment "E x": not a safe branch name`},
+		{"invalid base", "name: e\nbase: bad-base.yaml\nseeds: [1]\nvariants: [{name: a}]\n", `base config: `},
+		{"missing base", "name: e\nbase: nope.yaml\nseeds: [1]\nvariants: [{name: a}]\n", `nope.yaml`},
+		{"no seeds", "name: e\nvariants: [{name: a}]\n", `no seeds`},
+		{"duplicate seed", "name: e\nseeds: [1, 1]\nvariants: [{name: a}]\n", `seed 1`},
+		{"no variants", "name: e\nseeds: [1]\n", `no variants`},
+		{"unknown spec key", "name: e\nseeds: [1]\nvariant: [{name: a}]\n", `variant`},
+		{"both section and key", "name: e\nseeds: [1]\nvariants: [{name: a, set: {segment: {mode: step}, segment.k: 2}}]\n", `segment.k: also set as part of segment`},
+	} {
+		_, err := Load(write(t, dir, "e.yaml", c.text))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want it to contain %q", c.name, err, c.want)
+		}
+	}
+}
