@@ -126,6 +126,10 @@ func RunStage(in StageInput, p StageParams) (*StageOutput, error) {
 	if len(in.Tasks) == 0 {
 		return nil, fmt.Errorf("%w: the snapshot has no tasks", ErrEmptyPool)
 	}
+	in = withoutHeldOut(in)
+	if len(in.Tasks) == 0 {
+		return nil, fmt.Errorf("%w: every task of the snapshot is held out (split heldout): nothing to train on", ErrEmptyPool)
+	}
 	lastRolled, lastRated := int32(-1), int32(-1)
 	for _, t := range in.Trajectories {
 		lastRolled = max(lastRolled, t.Iteration)
@@ -194,4 +198,31 @@ func RunStage(in StageInput, p StageParams) (*StageOutput, error) {
 	}
 	FillWeights(out.PassRates, s)
 	return out, nil
+}
+
+// withoutHeldOut drops the held-out tasks (split heldout) from everything
+// the stage reads: they are evaluation tasks, so they never get a pass-rate
+// row, never enter the pool and no channel draws them (the uniform channel
+// of frontier sampling once drew them into training batches). Tasks with no
+// split are an unsplit pool and stay.
+func withoutHeldOut(in StageInput) StageInput {
+	held := map[string]bool{}
+	var tasks []schemas.Task
+	for _, t := range in.Tasks {
+		if t.Split == "heldout" {
+			held[t.TaskID] = true
+			continue
+		}
+		tasks = append(tasks, t)
+	}
+	if len(held) == 0 {
+		return in
+	}
+	in.Tasks = tasks
+	in.History = slices.DeleteFunc(slices.Clone(in.History), func(r schemas.PassRate) bool { return held[r.TaskID] })
+	drop := func(ts []schemas.Trajectory) []schemas.Trajectory {
+		return slices.DeleteFunc(slices.Clone(ts), func(t schemas.Trajectory) bool { return held[t.TaskID] })
+	}
+	in.Trajectories, in.Calibration = drop(in.Trajectories), drop(in.Calibration)
+	return in
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -166,6 +167,19 @@ func runRollout(c *cli.Context) error {
 	}
 	if split := c.String("split"); split != "" {
 		plan.Tasks = rollout.FilterSplit(plan.Tasks, split)
+	}
+	if c.Bool("recalibrate") {
+		// Only the split's tasks are recalibrated (pass rates of older lakes
+		// may rate evaluation tasks, which must never re-enter the pool).
+		have := map[string]bool{}
+		for i := range plan.Tasks {
+			have[plan.Tasks[i].TaskID] = true
+		}
+		ids = slices.DeleteFunc(ids, func(id string) bool { return !have[id] })
+		if len(ids) == 0 {
+			fmt.Fprintf(c.App.Writer, "rollout --recalibrate: no task of the split is out of the pool; nothing to do\n")
+			return nil
+		}
 	}
 	tasks, err := rollout.SelectTasks(plan.Tasks, ids, c.Int("limit-tasks"))
 	if ids != nil && err != nil && plan.FromBatch {
