@@ -26,9 +26,10 @@ func TestSampleLoop(t *testing.T) {
 	if res["iteration"] != 1.0 || res["observed_iteration"] != 0.0 || res["batch"] != 3.0 {
 		t.Fatalf("sample result: %s", out)
 	}
-	// Tried tasks start at their observed mean.
+	// Tried tasks start at their observed mean; held-out tasks (evaluation
+	// only) get no pass rate.
 	out, err = run(t, "query", "--format", "csv", `select count(*) filter (where ema is null), bool_and(ema = observed),
-		count(*) = (select count(*) from tasks) from pass_rates where iteration = 0`)
+		count(*) = (select count(*) from tasks where split <> 'heldout') from pass_rates where iteration = 0`)
 	if err != nil || !strings.HasSuffix(out, "\n0,true,true\n") {
 		t.Fatalf("pass rates: %q %v", out, err)
 	}
