@@ -80,6 +80,7 @@ func flagName(a string) (name string, hasValue bool) {
 	return a, false
 }
 
+// subcommand is the command of cmds named (or aliased) name, or nil.
 func subcommand(cmds []*cli.Command, name string) *cli.Command {
 	for _, c := range cmds {
 		if c.HasName(name) {

@@ -76,14 +76,7 @@ func findCommand(path []string) *cli.Command {
 	cmds := commands
 	var found *cli.Command
 	for _, name := range path {
-		found = nil
-		for _, c := range cmds {
-			if c.Name == name || contains(c.Aliases, name) {
-				found = c
-				break
-			}
-		}
-		if found == nil {
+		if found = subcommand(cmds, name); found == nil {
 			return nil
 		}
 		cmds = found.Subcommands
@@ -153,13 +146,7 @@ func shardFlagRefusal(c *cli.Command, path, args []string) error {
 func splitCommand(words []string) (path, rest []string) {
 	cmds := commands
 	for i, w := range words {
-		var found *cli.Command
-		for _, c := range cmds {
-			if c.Name == w || contains(c.Aliases, w) {
-				found = c
-				break
-			}
-		}
+		found := subcommand(cmds, w)
 		if found == nil {
 			return words[:i], words[i:]
 		}
