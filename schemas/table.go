@@ -37,23 +37,30 @@ type Table[T any] struct {
 	Less func(a, b *T) bool
 	// Validate checks one row; errors name the offending field.
 	Validate func(*T) error
+	// ContentAddressed marks a table whose key is a hash of the row's
+	// content (blobs): two commits that append disjoint keys to it cannot
+	// invalidate each other, so a commit that only appended rebases over a
+	// concurrent append instead of failing (pipeline/lake Commit).
+	ContentAddressed bool
 }
 
 // Info is the type-erased view of a table, for code that handles every table
 // alike (the lake's manifests, `query --schema`, exports).
 type Info struct {
-	Name      string
-	Version   int
-	Key       []string
-	Partition string
-	Doc       string
-	RowType   reflect.Type
+	Name             string
+	Version          int
+	Key              []string
+	Partition        string
+	Doc              string
+	RowType          reflect.Type
+	ContentAddressed bool
 }
 
 // Info returns the type-erased description of t.
 func (t *Table[T]) Info() Info {
 	var zero T
-	return Info{Name: t.Name, Version: t.Version, Key: t.Key, Partition: t.Partition, Doc: t.Doc, RowType: reflect.TypeOf(zero)}
+	return Info{Name: t.Name, Version: t.Version, Key: t.Key, Partition: t.Partition, Doc: t.Doc, RowType: reflect.TypeOf(zero),
+		ContentAddressed: t.ContentAddressed}
 }
 
 // Arrow returns the table's Arrow schema, derived from the row type.

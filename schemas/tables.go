@@ -259,7 +259,7 @@ type Blob struct {
 
 // Blobs holds binary objects, each stored once.
 var Blobs = register(&Table[Blob]{
-	Name: "blobs", Version: 1, Key: []string{"hash"},
+	Name: "blobs", Version: 1, Key: []string{"hash"}, ContentAddressed: true,
 	Doc:   "content-addressed binary objects (screenshots, trees, states, checkpoints), stored once",
 	KeyOf: func(r *Blob) string { return r.Hash },
 	Less:  func(a, b *Blob) bool { return a.Hash < b.Hash },

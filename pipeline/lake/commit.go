@@ -131,7 +131,9 @@ const maxRebases = 16
 // Commit writes the manifest and moves the transaction's branch (main
 // unless Begin chose another; no other ref moves). If it moved since Begin and
 // the tables changed meanwhile are disjoint from this commit's, it rebases
-// onto the new head; otherwise it fails with ErrConflict. Committing a
+// onto the new head; so it does where both only appended disjoint keys to
+// a content-addressed table (blobs; see commute.go). Otherwise it fails
+// with ErrConflict. Committing a
 // snapshot whose tables equal its parent's is a no-op that returns the
 // parent, so re-running a stage that changes nothing adds no history.
 //
@@ -195,7 +197,11 @@ func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 			if err != nil {
 				return nil, fmt.Errorf("commit %s: %s moved to %s: %w", info.Stage, t.branch, short(head), err)
 			}
-			if clash := t.overlap(ctx, parent, headM); len(clash) > 0 {
+			clash, err := t.stillClashing(ctx, base, headM, t.overlap(ctx, parent, headM))
+			if err != nil {
+				return nil, fmt.Errorf("commit %s: rebase onto %s: %w", info.Stage, short(head), err)
+			}
+			if len(clash) > 0 {
 				return nil, fmt.Errorf("commit %s on %s: %w: %s moved to %s, which also changed table(s) %s; re-run the stage on the new head",
 					info.Stage, short(parent), ErrConflict, t.branch, short(head), strings.Join(clash, ", "))
 			}
