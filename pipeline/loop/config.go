@@ -30,6 +30,10 @@ type Config struct {
 	// prompt ids, and every stage after rollout reads the segments rows;
 	// examples/pipeline-causal.yaml).
 	Policy string `yaml:"policy" json:"policy"`
+	// Async overlaps iteration t's train with iteration t+1's rollout
+	// (EvoCUA-1.5 5.1; see asyncOrder). Left out of the JSON when false, so
+	// synchronous configs keep their run id.
+	Async bool `yaml:"async" json:"async,omitempty"`
 
 	Synthesize struct {
 		Count   int    `yaml:"count" json:"count"` // accepted tasks to add; 0 skips synthesis

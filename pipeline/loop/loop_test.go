@@ -176,3 +176,45 @@ func TestDTACExampleConfig(t *testing.T) {
 	}
 	t.Fatal("no it01-sample step")
 }
+
+// TestAsyncPlan: async: true pairs iteration t's train with iteration
+// t+1's rollout (one group, read from the snapshot the group starts at),
+// after sample t+1 and before recalibration, evaluation and segment t+1;
+// the last train runs alone; the sync plan has no groups and keeps its run
+// id (async is left out of the JSON when false).
+func TestAsyncPlan(t *testing.T) {
+	c := Default()
+	c.Iterations = 3
+	sync := RunID(c)
+	for _, s := range Plan(c) {
+		if s.Group != "" {
+			t.Fatalf("sync plan has a group: %s", s.Key)
+		}
+	}
+	c.Async = true
+	if RunID(c) == sync {
+		t.Fatal("async must change the run id")
+	}
+	var keys []string
+	groups := map[string][]string{}
+	for _, s := range Plan(c) {
+		k := s.Key
+		if s.Group != "" {
+			groups[s.Group] = append(groups[s.Group], s.Key)
+			k = "[" + k + "]"
+		}
+		keys = append(keys, k)
+	}
+	want := "it00-eval initial-pass it01-sample it01-rollout it01-segment " +
+		"it02-sample [it01-train] [it02-rollout] it01-eval it02-segment " +
+		"it03-sample [it02-train] [it03-rollout] it02-recalibrate it02-eval it03-segment it03-train it03-eval"
+	if got := strings.Join(keys, " "); !strings.Contains(got, want) {
+		t.Fatalf("async plan:\n%s\nwant\n%s", got, want)
+	}
+	if len(groups) != 2 || len(groups["it01-train+it02-rollout"]) != 2 {
+		t.Fatalf("groups %v", groups)
+	}
+	if len(Plan(c)) != len(Plan(func() Config { d := c; d.Async = false; return d }())) {
+		t.Fatal("async must reorder the steps, not add or drop any")
+	}
+}

@@ -13,6 +13,10 @@ type Step struct {
 	Flags     []string // its flags (the runner adds --lake)
 	Iteration int      // -1 outside the RL iterations
 	Weight    float64  // expected duration in seconds on 2 cores (only ratios matter), for the time-left estimate
+	// Group names the consecutive steps that run at once (the async loop's
+	// train and next rollout); each reads the snapshot the group started
+	// from (--in) and commits by rebase. "" runs alone.
+	Group string
 }
 
 func itoa(n int) string             { return strconv.Itoa(n) }
@@ -31,11 +35,14 @@ const CausalImageTokens = 8
 func Plan(c Config) []Step {
 	w := itoa(c.Workers)
 	var s []Step
-	add := func(key, title string, weight float64, it int, cmd []string, flags ...string) {
+	mk := func(key, title string, weight float64, it int, cmd []string, flags ...string) Step {
 		if c.LimitTasks > 0 && cmd[0] == "rollout" {
 			flags = append(flags, "--limit-tasks", itoa(c.LimitTasks))
 		}
-		s = append(s, Step{Key: key, Title: title, Command: cmd, Flags: flags, Iteration: it, Weight: weight})
+		return Step{Key: key, Title: title, Command: cmd, Flags: flags, Iteration: it, Weight: weight}
+	}
+	add := func(key, title string, weight float64, it int, cmd []string, flags ...string) {
+		s = append(s, mk(key, title, weight, it, cmd, flags...))
 	}
 	// Weights are seconds measured on the 2-core demo machine (one default
 	// run with other jobs on it: pipeline/loop/testdata/demo-steps.json),
@@ -83,23 +90,25 @@ func Plan(c Config) []Step {
 		sftFlags = append(sftFlags, "--policy", "causal")
 	}
 	add("warm-sft", "warm start: supervised fine-tuning", 0.74*float64(c.Warmstart.Steps), -1, []string{"train"}, sftFlags...)
-	evalStep := func(it int) {
-		add(fmt.Sprintf("it%02d-eval", it), fmt.Sprintf("evaluate on held-out tasks (after iteration %d)", it), 14*float64(c.Eval.N), it, []string{"rollout"},
+	evalStep := func(it int) Step {
+		return mk(fmt.Sprintf("it%02d-eval", it), fmt.Sprintf("evaluate on held-out tasks (after iteration %d)", it), 14*float64(c.Eval.N), it, []string{"rollout"},
 			append([]string{"--policy", "checkpoint", "--source", "eval", "--greedy", "--split", c.Eval.Split, "--n", itoa(c.Eval.N), "--iteration", itoa(it),
 				"--max-turns", itoa(c.Rollout.MaxTurns), "--seed", seedOf(c, 100+it), "--workers", w}, view...)...)
 	}
-	evalStep(0)
+	s = append(s, evalStep(0))
 	add("initial-pass", "initial pass over the training pool", 0.2*pool*float64(c.InitialPass.N), 0, []string{"rollout"},
 		append([]string{"--policy", "checkpoint", "--split", "train", "--n", itoa(c.InitialPass.N), "--iteration", "0",
 			"--max-turns", itoa(c.Rollout.MaxTurns), "--seed", seedOf(c, 4), "--workers", w}, view...)...)
+	iters := make([]iterSteps, c.Iterations+1)
 	for it := 1; it <= c.Iterations; it++ {
+		var is iterSteps
 		title := func(what string) string { return fmt.Sprintf("iteration %d/%d: %s", it, c.Iterations, what) }
 		ema := []string{"--alpha", ftoa(c.Sample.Alpha)}
 		if c.Sample.Sampler == "dtac" {
 			ema = []string{"--ema-beta", ftoa(c.Sample.EMABeta), // EvoCUA-1.5 eq. 16
 				"--ics-ratio", ftoa(c.Sample.ICSRatio), "--replay-cap", itoa(c.Sample.ReplayCap), "--max-stale", itoa(c.Train.MaxStale)}
 		}
-		add(fmt.Sprintf("it%02d-sample", it), title("sample ("+c.Sample.Sampler+")"), 0.25, it, []string{"sample"},
+		is.sample = mk(fmt.Sprintf("it%02d-sample", it), title("sample ("+c.Sample.Sampler+")"), 0.25, it, []string{"sample"},
 			append(append([]string{"--sampler", c.Sample.Sampler, "--batch", itoa(c.Sample.Batch)}, ema...),
 				"--p-min", ftoa(c.Sample.PMin), "--p-max", ftoa(c.Sample.PMax), "--seed", seedOf(c, 200+it))...)
 		rollFlags := []string{"--policy", "checkpoint", "--n", itoa(c.Rollout.N), "--max-turns", itoa(c.Rollout.MaxTurns),
@@ -108,38 +117,99 @@ func Plan(c Config) []Step {
 			// Only the training rollouts take it: evaluation counts outcomes.
 			rollFlags = append(rollFlags, "--reward", c.Rollout.Reward)
 		}
-		add(fmt.Sprintf("it%02d-rollout", it), title("rollout"), 0.16*float64(c.Sample.Batch*c.Rollout.N), it, []string{"rollout"},
+		is.rollout = mk(fmt.Sprintf("it%02d-rollout", it), title("rollout"), 0.16*float64(c.Sample.Batch*c.Rollout.N), it, []string{"rollout"},
 			append(rollFlags, view...)...)
 		if c.Sample.Sampler == "dapo" {
 			// DAPO dynamic sampling: refill until batch groups are informative.
 			for r := 1; r <= c.Sample.DAPORefills; r++ {
-				add(fmt.Sprintf("it%02d-dapo-refill%d", it, r), title(fmt.Sprintf("dapo refill %d", r)), 0.16*float64(c.Sample.Batch*c.Rollout.N)/2, it, []string{"rollout"},
+				is.refills = append(is.refills, mk(fmt.Sprintf("it%02d-dapo-refill%d", it, r), title(fmt.Sprintf("dapo refill %d", r)), 0.16*float64(c.Sample.Batch*c.Rollout.N)/2, it, []string{"rollout"},
 					append([]string{"--policy", "checkpoint", "--dapo-refill", itoa(c.Sample.Batch), "--n", itoa(c.Rollout.N), "--max-turns", itoa(c.Rollout.MaxTurns),
-						"--seed", seedOf(c, 600+10*it+r), "--workers", w}, view...)...)
+						"--seed", seedOf(c, 600+10*it+r), "--workers", w}, view...)...))
 			}
 		}
 		segArgs := segFlags()
 		if c.Train.Advantage == "stepo" && c.Segment.Mode == "step" {
 			segArgs = append(segArgs, "--advantage", "stepo") // the segments then carry A_i/|T_i|, as the trainer uses
 		}
-		add(fmt.Sprintf("it%02d-segment", it), title("segment ("+c.Segment.Mode+")"), 2, it, []string{"segment"}, segArgs...)
+		is.segment = mk(fmt.Sprintf("it%02d-segment", it), title("segment ("+c.Segment.Mode+")"), 2, it, []string{"segment"}, segArgs...)
 		trainFlags := []string{"--objective", "grpo", "--advantage", c.Train.Advantage, "--steps", itoa(c.Train.Steps), "--lr", ftoa(c.Train.LR),
 			"--max-stale", itoa(c.Train.MaxStale), "--seed", seedOf(c, 400+it)}
 		if c.Train.MiniGroups > 0 {
 			trainFlags = append(trainFlags, "--mini-groups", itoa(c.Train.MiniGroups))
 		}
-		add(fmt.Sprintf("it%02d-train", it), title("train (GRPO, "+c.Train.Advantage+")"), 2.7*float64(c.Train.Steps), it, []string{"train"}, trainFlags...)
+		is.train = mk(fmt.Sprintf("it%02d-train", it), title("train (GRPO, "+c.Train.Advantage+")"), 2.7*float64(c.Train.Steps), it, []string{"train"}, trainFlags...)
 		if r := c.Sample.RecalibrateEvery; r > 0 && it%r == 0 && it < c.Iterations {
 			// EvoCUA-1.5 4.1: calibration repeats as the policy changes; the
 			// next sample folds these rollouts in and lets tasks back in.
-			add(fmt.Sprintf("it%02d-recalibrate", it), title("recalibrate the filtered-out tasks"), 0.2*float64(c.Sample.RecalibrateN)*10, it, []string{"rollout"},
+			is.recal = append(is.recal, mk(fmt.Sprintf("it%02d-recalibrate", it), title("recalibrate the filtered-out tasks"), 0.2*float64(c.Sample.RecalibrateN)*10, it, []string{"rollout"},
 				append([]string{"--policy", "checkpoint", "--recalibrate", "--split", "train", "--n", itoa(c.Sample.RecalibrateN),
-					"--max-turns", itoa(c.Rollout.MaxTurns), "--seed", seedOf(c, 500+it), "--workers", w}, view...)...)
+					"--max-turns", itoa(c.Rollout.MaxTurns), "--seed", seedOf(c, 500+it), "--workers", w}, view...)...))
 		}
-		evalStep(it)
+		is.eval = evalStep(it)
+		iters[it] = is
+	}
+	if c.Async {
+		s = append(s, asyncOrder(iters)...)
+	} else {
+		for _, is := range iters[1:] {
+			s = append(s, is.sample, is.rollout)
+			s = append(s, is.refills...)
+			s = append(s, is.segment, is.train)
+			s = append(s, is.recal...)
+			s = append(s, is.eval)
+		}
 	}
 	for _, a := range c.Audits {
 		add("audit-"+a, "audit "+a, 0.5, -1, []string{"audit", a})
+	}
+	return s
+}
+
+// iterSteps are one RL iteration's steps, before they are ordered.
+type iterSteps struct {
+	sample, rollout Step
+	refills         []Step // DAPO refills of the rollout
+	segment, train  Step
+	recal           []Step // recalibration after train (at most one)
+	eval            Step
+}
+
+// asyncOrder orders the iterations for the asynchronous loop (EvoCUA-1.5
+// 5.1): iteration t's train and iteration t+1's rollout run at once, as
+// one group, both reading the snapshot the group starts from. The rollout
+// thus acts with the newest checkpoint that exists then, one version older
+// than the one train t is producing, and train t+1 meets its groups at a
+// policy lag of one. Everything else stays sequential, so every step's
+// input is the same whatever the timing: sample t+1 runs before the group
+// (pass rates from rollout t, staleness against the rolling-out policy),
+// DAPO refills, recalibration, evaluation and segment t+1 after it (the
+// refills and recalibration then roll out with train t's checkpoint, and
+// recalibration's episodes count toward iteration t+1, so sample t+2
+// folds them in).
+func asyncOrder(iters []iterSteps) []Step {
+	n := len(iters) - 1
+	if n < 1 {
+		return nil
+	}
+	first := iters[1]
+	s := append([]Step{first.sample, first.rollout}, first.refills...)
+	s = append(s, first.segment)
+	for t := 1; t <= n; t++ {
+		cur := iters[t]
+		if t == n {
+			s = append(s, cur.train)
+			s = append(s, cur.recal...)
+			s = append(s, cur.eval)
+			break
+		}
+		next := iters[t+1]
+		group := fmt.Sprintf("it%02d-train+it%02d-rollout", t, t+1)
+		train, roll := cur.train, next.rollout
+		train.Group, roll.Group = group, group
+		s = append(s, next.sample, train, roll)
+		s = append(s, next.refills...)
+		s = append(s, cur.recal...)
+		s = append(s, cur.eval, next.segment)
 	}
 	return s
 }

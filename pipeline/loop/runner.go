@@ -74,7 +74,21 @@ func RunSteps(ctx context.Context, l *lake.Lake, run string, steps []Step, exec 
 	est := progress.NewEstimate(weights)
 	start := time.Now()
 	var results []StepResult
-	for i, s := range steps {
+	for i := 0; i < len(steps); i++ {
+		s := steps[i]
+		if s.Group != "" {
+			j := i + 1
+			for j < len(steps) && steps[j].Group == s.Group {
+				j++
+			}
+			rs, err := runGroup(ctx, l, run, steps, i, j, tags, exec, log, est, start)
+			results = append(results, rs...)
+			if err != nil {
+				return results, err
+			}
+			i = j - 1
+			continue
+		}
 		if id, ok := tags[doneTag(run, s.Key)]; ok {
 			results = append(results, StepResult{Key: s.Key, Snapshot: id, Resumed: true})
 			est.Skip(i)
@@ -123,4 +137,147 @@ func RunSteps(ctx context.Context, l *lake.Lake, run string, steps []Step, exec 
 		est.Done(i, took)
 	}
 	return results, nil
+}
+
+// runGroup runs steps[i:j], one group, at once. All of them read the
+// snapshot the group started from: its start tag (shared by the group's
+// steps) names it, so a rerun after a kill reads exactly what the first
+// run read, and a step's output never depends on when the others commit.
+// Each commits by rebase (the group's steps write disjoint tables, or
+// appends that commute). A step's commit is the snapshot after the start
+// whose stage is the step's command (the steps of a group are different
+// stages), which is how an interrupted run's commits are found again.
+// If one step fails, the others are cancelled and waited for.
+func runGroup(ctx context.Context, l *lake.Lake, run string, steps []Step, i, j int, tags map[string]string,
+	exec Executor, log io.Writer, est *progress.Estimate, start time.Time) ([]StepResult, error) {
+	br := l.Branch()
+	group := steps[i:j]
+	results := make([]StepResult, len(group))
+	var from string
+	for _, s := range group {
+		if id, ok := tags[startTag(br, run, s.Key)]; ok {
+			from = id
+		}
+	}
+	if from == "" {
+		head, err := l.Head(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if head == "" {
+			return nil, fmt.Errorf("group %s: the lake is empty; a group reads a committed snapshot", group[0].Group)
+		}
+		from = head
+	}
+	var todo []int
+	for k, s := range group {
+		if id, ok := tags[DoneTag(br, run, s.Key)]; ok {
+			results[k] = StepResult{Key: s.Key, Snapshot: id, Resumed: true}
+			est.Skip(i + k)
+			continue
+		}
+		if id, err := committedSince(ctx, l, from, stageOf(s)); err != nil {
+			return nil, err
+		} else if id != "" {
+			// Committed by an interrupted run before its done tag was written.
+			if _, err := l.Tag(ctx, DoneTag(br, run, s.Key), id); err != nil {
+				return nil, err
+			}
+			tags[DoneTag(br, run, s.Key)] = id
+			fmt.Fprintf(log, "[%d/%d] %s: committed by an interrupted run, not redone\n", i+k+1, len(steps), s.Title)
+			results[k] = StepResult{Key: s.Key, Snapshot: id, Resumed: true}
+			est.Skip(i + k)
+			continue
+		}
+		if _, ok := tags[startTag(br, run, s.Key)]; !ok {
+			if _, err := l.Tag(ctx, startTag(br, run, s.Key), from); err != nil {
+				return nil, err
+			}
+			tags[startTag(br, run, s.Key)] = from
+		}
+		todo = append(todo, k)
+	}
+	if len(todo) == 0 {
+		return results, nil
+	}
+	gctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type done struct {
+		k    int
+		took time.Duration
+		err  error
+	}
+	ch := make(chan done, len(todo))
+	for _, k := range todo {
+		s := group[k]
+		fmt.Fprintf(log, "[%d/%d] %s (at once with the rest of %s; elapsed %s, about %s left)\n", i+k+1, len(steps), s.Title, s.Group,
+			time.Since(start).Round(time.Second), est.Left().Round(time.Second))
+		flags := append(append([]string{}, s.Flags...), "--in", from)
+		go func() {
+			t0 := time.Now()
+			err := exec(gctx, s.Command, flags)
+			ch <- done{k, time.Since(t0), err}
+		}()
+	}
+	var errs []error
+	for range todo {
+		d := <-ch
+		s := group[d.k]
+		if d.err != nil {
+			cancel() // the others' work is redone on the rerun, from the same snapshot
+			errs = append(errs, fmt.Errorf("step %s (%v): %w", s.Key, s.Command, d.err))
+			continue
+		}
+		id, err := committedSince(ctx, l, from, stageOf(s))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if id == "" {
+			id = from // the step changed nothing: its snapshot is its input
+		}
+		if _, err := l.Tag(ctx, DoneTag(br, run, s.Key), id); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		tags[DoneTag(br, run, s.Key)] = id
+		results[d.k] = StepResult{Key: s.Key, Snapshot: id, Seconds: d.took.Seconds()}
+		est.Done(i+d.k, d.took)
+	}
+	if len(errs) > 0 {
+		var kept []StepResult
+		for _, r := range results {
+			if r.Key != "" {
+				kept = append(kept, r)
+			}
+		}
+		return kept, errors.Join(errs...)
+	}
+	return results, nil
+}
+
+// stageOf is the stage name a step's command commits under.
+func stageOf(s Step) string { return s.Command[0] }
+
+// committedSince returns the newest snapshot of stage on the handle's
+// branch after from (first parents, head back to from), or "" if none.
+func committedSince(ctx context.Context, l *lake.Lake, from, stage string) (string, error) {
+	id, err := l.Head(ctx)
+	if err != nil {
+		return "", err
+	}
+	for id != "" && id != from {
+		m, err := l.Snapshot(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		if m.Stage == stage {
+			return id, nil
+		}
+		id = m.Parent
+	}
+	if id == "" {
+		return "", fmt.Errorf("snapshot %s, where a group of steps started, is not an ancestor of the branch head", from)
+	}
+	return "", nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -26,12 +27,20 @@ parameters (see examples/pipeline.yaml); without one the demo defaults apply.
 Example:
    cualake run
    cualake run --config examples/pipeline.yaml --seed 7 --json
-   cualake run --sampler dtac --lake ./data/lake-dtac`,
+   cualake run --sampler dtac --lake ./data/lake-dtac
+   cualake run --async --json
+
+With --async (config async: true) iteration t's train and iteration t+1's rollout run at once: the rollout acts with
+the newest checkpoint there is when it starts (one version behind the train it overlaps), the trainer keeps groups
+within train.max_stale versions of the policy it trains, and train_groups records each group's policy lag (the
+summary's policy_lag and stale_groups). Reruns after a kill continue without redoing or duplicating a commit.
+docs/async.md says what is and is not byte-identical.`,
 		Flags: []cli.Flag{lakeFlag, jsonFlag,
 			&cli.StringFlag{Name: "config", Usage: "YAML config (defaults: the demo)"},
 			&cli.Int64Flag{Name: "seed", Usage: "override the config's seed"},
 			&cli.StringFlag{Name: "sampler", Usage: "override the config's sampler (uniform, frontier, dtac, curriculum, dapo)"},
 			&cli.IntFlag{Name: "iterations", Value: -1, Usage: "override the config's number of RL iterations"},
+			&cli.BoolFlag{Name: "async", Usage: "overlap each iteration's train with the next iteration's rollout (config async: true)"},
 			&cli.StringFlag{Name: "report", Usage: "override the config's HTML report path"},
 			&cli.StringFlag{Name: "executor", Value: "local", Usage: "local (in this process) or slurm (each step as Slurm jobs, shardable stages as job arrays)"},
 			&cli.IntFlag{Name: "shards", Value: 4, Usage: "slurm executor: shards per shardable stage"},
@@ -73,6 +82,9 @@ func runLoop(c *cli.Context) error {
 	if r := c.String("report"); r != "" {
 		cfg.Report = r
 	}
+	if c.Bool("async") {
+		cfg.Async = true
+	}
 	if err := cfg.Validate(); err != nil {
 		return usageErr("%v", err)
 	}
@@ -87,8 +99,13 @@ func runLoop(c *cli.Context) error {
 		log = c.App.ErrWriter
 	}
 	t0 := time.Now()
-	fmt.Fprintf(log, "run %s: %d steps, %d iterations, sampler %s, seed %d, lake %s\n",
-		loop.RunID(cfg), len(loop.Plan(cfg)), cfg.Iterations, cfg.Sample.Sampler, cfg.Seed, dir)
+	mode := "synchronous"
+	if cfg.Async {
+		mode = "asynchronous"
+		log = &lockedWriter{w: log} // two steps write progress at once
+	}
+	fmt.Fprintf(log, "run %s: %d steps, %d iterations, %s, sampler %s, seed %d, lake %s\n",
+		loop.RunID(cfg), len(loop.Plan(cfg)), cfg.Iterations, mode, cfg.Sample.Sampler, cfg.Seed, dir)
 	var lakeArgs []string
 	if b := c.String("branch"); b != "" {
 		lakeArgs = []string{"--branch", b} // every step reads and commits the branch
@@ -166,7 +183,26 @@ func loopSummary(ctx context.Context, l *lake.Lake, cfg loop.Config) (map[string
 			train = append(train, rate)
 		}
 	}
+	// The trainer's groups: policy lag of the kept ones, and those dropped
+	// as stale (EvoCUA-1.5 5.2), per lag.
+	lag, err := e.Query(ctx, `SELECT lag, count(*) FILTER (WHERE kept), count(*) FILTER (WHERE NOT kept)
+		FROM train_groups GROUP BY lag ORDER BY lag`)
+	if err != nil {
+		return nil, err
+	}
+	hist, stale := map[string]int64{}, int64(0)
+	for _, r := range lag.Rows {
+		kept, _ := r[1].(int64)
+		dropped, _ := r[2].(int64)
+		if kept > 0 {
+			hist[fmt.Sprint(r[0])] = kept
+		}
+		stale += dropped
+	}
 	return map[string]any{
+		"async":                        cfg.Async,
+		"policy_lag":                   hist,
+		"stale_groups":                 stale,
 		"heldout_success_warmstart":    heldout[0],
 		"heldout_success_final":        heldout[int64(cfg.Iterations)],
 		"heldout_success_by_iteration": heldout,
@@ -175,4 +211,16 @@ func loopSummary(ctx context.Context, l *lake.Lake, cfg loop.Config) (map[string
 		"seed":                         cfg.Seed,
 		"snapshot":                     m.ID,
 	}, nil
+}
+
+// lockedWriter serialises writes of steps that run at once.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
 }
