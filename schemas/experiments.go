@@ -62,7 +62,10 @@ type ExperimentResult struct {
 	// elsewhere and without synthesis): executable candidate-rounds over
 	// candidate-rounds, as audit synthesis counts it.
 	ExecutableRate *float64 `parquet:"executable_rate,optional" json:"executable_rate"`
-	// Null until the asynchronous loop records them (issue #17).
+	// ReplayedGroups counts the AdaPR replays the iteration's train kept,
+	// PolicyLag is the mean lag (trained version minus rollout version) of
+	// its kept groups, both from train_groups (null where the iteration has
+	// no GRPO train).
 	ReplayedGroups *int64   `parquet:"replayed_groups,optional" json:"replayed_groups"`
 	PolicyLag      *float64 `parquet:"policy_lag,optional" json:"policy_lag"`
 }
@@ -72,7 +75,7 @@ type ExperimentResult struct {
 var ExperimentResults = register(&Table[ExperimentResult]{
 	Name: "experiments", Version: 1, Key: []string{"experiment", "variant", "seed", "iteration"},
 	Doc: "one row per experiment, variant, seed and iteration: training and held-out success, mean reward, zero-variance share, " +
-		"items, tokens, train and rollout seconds, the prefix's executable synthesis rate",
+		"items, tokens, train and rollout seconds, the prefix's executable synthesis rate, replayed groups, mean policy lag",
 	KeyOf: func(r *ExperimentResult) string {
 		return r.Experiment + "/" + r.Variant + "/" + pad(r.Seed) + "/" + pad(int64(r.Iteration))
 	},

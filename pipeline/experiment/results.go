@@ -28,12 +28,15 @@ g AS (SELECT iteration, group_id, count(*) AS n, min(reward) AS lo, max(reward) 
 zv AS (SELECT iteration, avg(CASE WHEN lo = hi THEN 1.0 ELSE 0.0 END) AS zero_variance_share FROM g WHERE n >= 2 GROUP BY iteration),
 tm AS (SELECT greatest(c.iteration, 0) AS iteration, CAST(sum(m.items) AS BIGINT) AS items, CAST(sum(m.tokens) AS BIGINT) AS tokens
        FROM train_metrics m JOIN checkpoints c ON c.version = m.version GROUP BY 1),
-sy AS (SELECT 0 AS iteration, avg(CASE WHEN executable THEN 1.0 ELSE 0.0 END) AS executable_rate FROM synthesis HAVING count(*) > 0)
+sy AS (SELECT 0 AS iteration, avg(CASE WHEN executable THEN 1.0 ELSE 0.0 END) AS executable_rate FROM synthesis HAVING count(*) > 0),
+tg AS (SELECT c.iteration, CAST(count(*) FILTER (WHERE g.kept AND g.channel = 'adapr') AS BIGINT) AS replayed_groups,
+              avg(g.lag) FILTER (WHERE g.kept) AS policy_lag
+       FROM train_groups g JOIN checkpoints c ON c.version = g.version GROUP BY 1)
 SELECT its.iteration, tr.train_success, ev.heldout_success, tr.mean_reward, zv.zero_variance_share,
-       coalesce(tm.items, 0) AS items, coalesce(tm.tokens, 0) AS tokens, sy.executable_rate
+       coalesce(tm.items, 0) AS items, coalesce(tm.tokens, 0) AS tokens, sy.executable_rate, tg.replayed_groups, tg.policy_lag
 FROM its LEFT JOIN tr ON tr.iteration = its.iteration LEFT JOIN ev ON ev.iteration = its.iteration
   LEFT JOIN zv ON zv.iteration = its.iteration LEFT JOIN tm ON tm.iteration = its.iteration
-  LEFT JOIN sy ON sy.iteration = its.iteration
+  LEFT JOIN sy ON sy.iteration = its.iteration LEFT JOIN tg ON tg.iteration = its.iteration
 ORDER BY its.iteration`
 
 // Collect reads every arm's rows from its branch head: BranchSQL, and the
@@ -88,14 +91,18 @@ func collectArm(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, tags map[str
 		row.Items, _ = toInt(r[5])
 		row.Tokens, _ = toInt(r[6])
 		row.ExecutableRate = toFloat(r[7])
+		if n, ok := toInt(r[8]); ok {
+			row.ReplayedGroups = &n
+		}
+		row.PolicyLag = toFloat(r[9])
 		trainTag, rollTag := loop.DoneTag(a.Branch, run, fmt.Sprintf("it%02d-train", it)), loop.DoneTag(a.Branch, run, fmt.Sprintf("it%02d-rollout", it))
 		if it == 0 {
 			trainTag, rollTag = loop.DoneTag(a.Prefix.Branch, a.Prefix.RunID, "warm-sft"), loop.DoneTag(a.Prefix.Branch, a.Prefix.RunID, PrefixEnd)
 		}
-		if row.TrainSeconds, err = stepSeconds(ctx, l, tags[trainTag]); err != nil {
+		if row.TrainSeconds, err = stepSeconds(ctx, l, tags[trainTag], tags[trainTag+loop.StartedSuffix]); err != nil {
 			return nil, err
 		}
-		if row.RolloutSeconds, err = stepSeconds(ctx, l, tags[rollTag]); err != nil {
+		if row.RolloutSeconds, err = stepSeconds(ctx, l, tags[rollTag], tags[rollTag+loop.StartedSuffix]); err != nil {
 			return nil, err
 		}
 		out = append(out, row)
@@ -103,9 +110,11 @@ func collectArm(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, tags map[str
 	return out, nil
 }
 
-// stepSeconds is the time between a step's snapshot and its parent's
-// commit: the step's wall time (nil when the step has no snapshot).
-func stepSeconds(ctx context.Context, l *lake.Lake, id string) (*float64, error) {
+// stepSeconds is the time between a step's snapshot and the commit of the
+// snapshot it started from (its start tag; else its parent): the step's
+// wall time, also for the async loop's steps that ran at once (nil when
+// the step has no snapshot).
+func stepSeconds(ctx context.Context, l *lake.Lake, id, started string) (*float64, error) {
 	if id == "" {
 		return nil, nil
 	}
@@ -113,7 +122,11 @@ func stepSeconds(ctx context.Context, l *lake.Lake, id string) (*float64, error)
 	if err != nil || m.Parent == "" {
 		return nil, err
 	}
-	parent, err := l.Snapshot(ctx, m.Parent)
+	from := m.Parent
+	if started != "" {
+		from = started
+	}
+	parent, err := l.Snapshot(ctx, from)
 	if err != nil {
 		return nil, err
 	}

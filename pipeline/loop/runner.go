@@ -37,7 +37,11 @@ func DoneTag(branch, run, key string) string {
 	return branch + "/run/" + run + "/" + key
 }
 
-func startTag(branch, run, key string) string { return DoneTag(branch, run, key) + ".started" }
+// StartedSuffix makes a step's done tag its start tag: the branch head the
+// step started from (a group's steps share it).
+const StartedSuffix = ".started"
+
+func startTag(branch, run, key string) string { return DoneTag(branch, run, key) + StartedSuffix }
 
 // StepResult says what happened to one step.
 type StepResult struct {

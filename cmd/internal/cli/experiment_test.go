@@ -101,7 +101,7 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := e.Query(ctx, `SELECT variant, iteration, heldout_success, train_success, items, train_seconds IS NOT NULL, replayed_groups IS NULL, executable_rate
+	q, err := e.Query(ctx, `SELECT variant, iteration, heldout_success, train_success, items, train_seconds IS NOT NULL, replayed_groups, executable_rate, policy_lag
 		FROM experiments WHERE experiment = 'tiny' ORDER BY variant, iteration`)
 	e.Close()
 	if err != nil {
@@ -114,9 +114,14 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 	if q.Rows[0][1] != int32(0) || q.Rows[2][1] != int32(0) || q.Rows[0][2] != q.Rows[2][2] || q.Rows[0][3] != q.Rows[2][3] || q.Rows[0][4] != q.Rows[2][4] {
 		t.Fatalf("iteration 0 differs between variants: %v / %v", q.Rows[0], q.Rows[2])
 	}
+	// From train_groups: no replays (uniform sampler) and lag 0 (the
+	// synchronous loop) where GRPO trained, null at the warm start.
 	for _, r := range q.Rows {
-		if r[5] != true || r[6] != true {
-			t.Fatalf("row %v: train seconds missing or replayed groups set", r)
+		if r[5] != true {
+			t.Fatalf("row %v: train seconds missing", r)
+		}
+		if r[1] == int32(0) && (r[6] != nil || r[8] != nil) || r[1] != int32(0) && (r[6] != int64(0) || r[8] != float64(0)) {
+			t.Fatalf("row %v: replayed groups and policy lag", r)
 		}
 	}
 	// The warm start's SFT trained on the demonstrations: iteration 0 counts
