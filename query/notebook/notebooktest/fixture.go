@@ -24,6 +24,7 @@ type Rows struct {
 	Batches       []schemas.Batch
 	Verifications []schemas.Verification
 	TrainMetrics  []schemas.TrainMetric
+	TrainGroups   []schemas.TrainGroup
 	Audits        []schemas.Audit
 }
 
@@ -219,6 +220,22 @@ func FixtureRows() Rows {
 				Tokens: 1000, Items: 8, OldLogprobFrom: "rollout"})
 		}
 	}
+	// The GRPO runs' groups: fresh ones at lag 0 and 1 (as the async loop
+	// gives), a replay at lag 2, one dropped as stale.
+	for v := int32(1); v <= 2; v++ {
+		for g := int32(0); g < 4; g++ {
+			lag := min(g, 1)
+			tg := schemas.TrainGroup{Version: v, GroupID: fmt.Sprintf("g%d-%d", v, g), TaskID: fmt.Sprintf("task-%d", g), Iteration: v,
+				Channel: schemas.TrainFresh, PolicyVersion: v - 1 - lag, Lag: lag, Rollouts: 4, Kept: true}
+			switch g {
+			case 2:
+				tg.Channel, tg.Lag, tg.PolicyVersion = schemas.TrainReplay, 2, v-3
+			case 3:
+				tg.Lag, tg.PolicyVersion, tg.Kept = 4, v-5, false
+			}
+			out.TrainGroups = append(out.TrainGroups, tg)
+		}
+	}
 	out.Audits = []schemas.Audit{
 		{Kind: "overlap", Metric: "near_dup", Group: "all", Value: 0.1, Count: 1, Params: `{"kind":"overlap"}`, Breakdown: `{"pairs":[]}`},
 		{Kind: "judges", Metric: "agreement", Group: "all", Value: 0.8, Count: 8, Params: `{"kind":"judges"}`, Breakdown: "{}"},
@@ -246,6 +263,7 @@ func Commit(ctx context.Context, l *lake.Lake, rows Rows, stage string) (*lake.M
 		replace(ctx, tx, schemas.Batches, rows.Batches),
 		replace(ctx, tx, schemas.Verifications, rows.Verifications),
 		replace(ctx, tx, schemas.TrainMetrics, rows.TrainMetrics),
+		replace(ctx, tx, schemas.TrainGroups, rows.TrainGroups),
 		replace(ctx, tx, schemas.Audits, rows.Audits),
 	}
 	for _, err := range steps {
