@@ -85,7 +85,7 @@ func BenchmarkCausalForwardBackward(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer opt.Close()
-	if _, _, err := m.sftItem(&it, 1); err != nil { // warm-up
+	if _, _, err := m.sftItem(&it, 1, nil, 0); err != nil { // warm-up
 		b.Fatal(err)
 	}
 	walls, cpus := make([]float64, 0, b.N), make([]float64, 0, b.N)
@@ -95,7 +95,7 @@ func BenchmarkCausalForwardBackward(b *testing.B) {
 		if err := opt.ZeroGrad(); err != nil {
 			b.Fatal(err)
 		}
-		if _, _, err := m.sftItem(&it, 1); err != nil {
+		if _, _, err := m.sftItem(&it, 1, nil, 0); err != nil {
 			b.Fatal(err)
 		}
 		walls, cpus = append(walls, time.Since(t0).Seconds()), append(cpus, cpuSeconds()-c0)

@@ -35,6 +35,7 @@ func testConfig(vocab int) Config {
 
 func testModel(t testing.TB, seed uint64) *Model {
 	t.Helper()
+
 	var ids []int32
 	for i := int32(1); i <= 40; i++ {
 		ids = append(ids, i)
@@ -372,13 +373,13 @@ func TestSFTLearnsToCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer opt.Close()
-	first, err := SFTStep(m, opt, items, 1)
+	first, err := SFTStep(m, opt, items, SFTOptions{MaxGradNorm: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var last trainer.StepMetrics
 	for step := 0; step < 80; step++ {
-		if last, err = SFTStep(m, opt, items, 1); err != nil {
+		if last, err = SFTStep(m, opt, items, SFTOptions{MaxGradNorm: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -530,5 +531,81 @@ func TestAttentionBlocks(t *testing.T) {
 		if g := lp[m.ids.Compact(in.IDs[next])]; math.Abs(float64(g-w)) > 1e-5 {
 			t.Fatalf("decoder after %v: %v, full pass %v", ch, g, w)
 		}
+	}
+}
+
+// markerItems are streams whose answer is the word after the marker 40 in a
+// run of random words; the answers are drawn from keys.
+func markerItems(m *Model, r *rand.Rand, n int, keys []int32) []Item {
+	sp := m.special
+	var items []Item
+	for i := 0; i < n; i++ {
+		ids := []int32{sp.ImStart}
+		key := keys[r.IntN(len(keys))]
+		at := 2 + r.IntN(8)
+		for k := 0; k < 12; k++ {
+			switch {
+			case k == at:
+				ids = append(ids, 40)
+			case k == at+1:
+				ids = append(ids, key)
+			default:
+				ids = append(ids, int32(1+r.IntN(39)))
+			}
+		}
+		ids = append(ids, sp.ImEnd, sp.ImStart, key, sp.ImEnd)
+		mask := make([]int8, len(ids))
+		mask[len(ids)-2], mask[len(ids)-1] = 1, 1
+		items = append(items, Item{ID: "copy", IDs: ids, Mask: mask, Logp: make([]float32, len(ids))})
+	}
+	return items
+}
+
+// TestContextLossTrainsTheContext: with a context weight the context
+// tokens' log-likelihood rises; without one the context is not a target.
+func TestContextLossTrainsTheContext(t *testing.T) {
+	ctxLL := func(w float64) float64 {
+		m := testModel(t, 8)
+		r := rand.New(rand.NewPCG(31, 32))
+		items := markerItems(m, r, 8, []int32{1, 2, 3})
+		// a context pattern to learn: 5 6 7 at every fourth position
+		for i := range items {
+			ids := items[i].IDs
+			for k := 1; k+3 < len(ids)-4; k += 4 {
+				ids[k], ids[k+1], ids[k+2] = 5, 6, 7
+			}
+		}
+		opt, err := trainer.NewOptimizerOver(m.Parameters(), 1e-2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer opt.Close()
+		for step := 0; step < 40; step++ {
+			if _, err := SFTStep(m, opt, items, SFTOptions{MaxGradNorm: 1, ContextWeight: w}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ll float64
+		for i := range items {
+			at := m.contextTargets(&items[i])
+			lp, err := m.LogProbs(items[i].Input(), at, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range lp {
+				ll += float64(v) / float64(len(at))
+			}
+		}
+		return ll / float64(len(items))
+	}
+	without, with := ctxLL(0), ctxLL(1)
+	if !(with > without+0.5) {
+		t.Fatalf("mean context log-likelihood %.3f with weight 1, %.3f without: want the context learned", with, without)
+	}
+	m := testModel(t, 8)
+	opt, _ := trainer.NewOptimizerOver(m.Parameters(), 1e-2)
+	defer opt.Close()
+	if _, err := SFTStep(m, opt, markerItems(m, rand.New(rand.NewPCG(1, 1)), 2, []int32{1}), SFTOptions{ContextWeight: -1}); err == nil {
+		t.Fatal("a negative context weight was accepted")
 	}
 }

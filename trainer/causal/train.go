@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/sugarme/gotch/ts"
 
@@ -90,21 +91,48 @@ func checkBatch(batch []Item) (int, error) {
 	return total, nil
 }
 
+// SFTOptions are a supervised step's settings.
+type SFTOptions struct {
+	// MaxGradNorm clips the global gradient norm (0: none).
+	MaxGradNorm float64
+	// ContextWeight weighs an auxiliary next-token loss on the context
+	// tokens (loss mask 0: instruction, screen text, template) against the
+	// trained tokens' loss: the batch's context cross-entropy, averaged over
+	// its scorable context tokens (mapped ids the model may write), times
+	// ContextWeight, is added. 0 trains the masked tokens alone.
+	ContextWeight float64
+}
+
 // SFTStep is one supervised update: the token cross-entropy of the trained
 // tokens at temperature 1, averaged over all of the batch's trained tokens
-// (each item's backward pass accumulates its share), then Adam with
-// global-norm clipping at maxGradNorm (0: none).
-func SFTStep(m *Model, opt *trainer.Optimizer, batch []Item, maxGradNorm float64) (sm trainer.StepMetrics, err error) {
+// (each item's backward pass accumulates its share), plus the weighted
+// context loss of opts, then Adam with global-norm clipping.
+func SFTStep(m *Model, opt *trainer.Optimizer, batch []Item, opts SFTOptions) (sm trainer.StepMetrics, err error) {
 	total, err := checkBatch(batch)
 	if err != nil {
 		return sm, fmt.Errorf("causal sft step: %w", err)
+	}
+	if w := opts.ContextWeight; w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+		return sm, fmt.Errorf("causal sft step: context weight %v must be finite and >= 0", w)
+	}
+	ctxAt := make([][]int, len(batch))
+	ctxTotal := 0
+	if opts.ContextWeight > 0 {
+		for i := range batch {
+			ctxAt[i] = m.contextTargets(&batch[i])
+			ctxTotal += len(ctxAt[i])
+		}
 	}
 	if err := opt.ZeroGrad(); err != nil {
 		return sm, fmt.Errorf("causal sft step: %w", err)
 	}
 	hits := 0
 	for i := range batch {
-		l, h, err := m.sftItem(&batch[i], float64(total))
+		var ctx []int
+		if ctxTotal > 0 {
+			ctx = ctxAt[i]
+		}
+		l, h, err := m.sftItem(&batch[i], float64(total), ctx, opts.ContextWeight/float64(max(ctxTotal, 1)))
 		if err != nil {
 			return sm, fmt.Errorf("causal sft step: %w", err)
 		}
@@ -113,26 +141,59 @@ func SFTStep(m *Model, opt *trainer.Optimizer, batch []Item, maxGradNorm float64
 	}
 	sm.Tokens = total
 	sm.TokenAccuracy = float64(hits) / float64(total)
-	if sm.GradNorm, err = opt.Apply(maxGradNorm); err != nil {
+	if sm.GradNorm, err = opt.Apply(opts.MaxGradNorm); err != nil {
 		return sm, fmt.Errorf("causal sft step: %w", err)
 	}
 	sm.LR = opt.LR()
 	return sm, nil
 }
 
-// sftItem runs one item's forward and backward pass, its loss scaled by
-// 1/total, and returns its share of the loss and its argmax hits.
-func (m *Model) sftItem(it *Item, total float64) (loss float64, hits int, err error) {
+// contextTargets lists the positions k >= 1 outside the loss mask whose
+// token the model can score: mapped, and not a template token it never
+// writes (image pads, message starts).
+func (m *Model) contextTargets(it *Item) []int {
+	var at []int
+	for k := 1; k < len(it.IDs); k++ {
+		if it.Mask[k] == 1 {
+			continue
+		}
+		c := m.ids.Compact(it.IDs[k])
+		if c == Unk || slices.Contains(m.never, c) {
+			continue
+		}
+		at = append(at, k)
+	}
+	return at
+}
+
+// sftItem runs one item's forward and backward pass: its trained tokens'
+// loss scaled by 1/total, plus ctxScale times the summed cross-entropy at
+// the context positions ctxAt (none when empty). It returns its share of
+// the trained tokens' loss (the context loss is not reported) and their
+// argmax hits.
+func (m *Model) sftItem(it *Item, total float64, ctxAt []int, ctxScale float64) (loss float64, hits int, err error) {
 	defer tx.Lock()()
 	defer tx.Recover(&err, "sft item")
 	s := tx.NewScope()
 	defer s.Close()
 	at := it.Trainable()
-	sc, err := m.score(s, it.Input(), at, 1)
+	all := at
+	if len(ctxAt) > 0 {
+		all = append(slices.Clone(at), ctxAt...)
+	}
+	sc, err := m.score(s, it.Input(), all, 1)
 	if err != nil {
 		return 0, 0, fmt.Errorf("segment %q: %w", it.ID, err)
 	}
-	l := s.MulScalar(s.Sum(sc.logp), -1/total)
+	logp := sc.logp
+	if len(ctxAt) > 0 {
+		logp = s.Narrow(sc.logp, 1, 0, int64(len(at)))
+	}
+	l := s.MulScalar(s.Sum(logp), -1/total)
+	obj := l
+	if len(ctxAt) > 0 {
+		obj = s.Add(l, s.MulScalar(s.Sum(s.Narrow(sc.logp, 1, int64(len(at)), int64(len(ctxAt)))), -ctxScale))
+	}
 	if err := s.Err(); err != nil {
 		return 0, 0, fmt.Errorf("segment %q: %w", it.ID, err)
 	}
@@ -155,7 +216,7 @@ func (m *Model) sftItem(it *Item, total float64) (loss float64, hits int, err er
 	if err != nil {
 		return 0, 0, fmt.Errorf("segment %q: %w", it.ID, err)
 	}
-	s.Backward(l)
+	s.Backward(obj)
 	if err := s.Err(); err != nil {
 		return 0, 0, fmt.Errorf("segment %q: backward: %w", it.ID, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -351,8 +352,12 @@ func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params,
 	countTokens(out, rows)
 	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x5f7))
 	order, pos := rng.Perm(len(items)), 0
+	sopts := causal.SFTOptions{MaxGradNorm: trainer.DefaultMaxGradNorm, ContextWeight: CausalSFTContextWeight}
 	t0 := time.Now()
 	for step := 0; step < p.Steps; step++ {
+		if err := opt.SetLR(cosineLR(lr, step, p.Steps)); err != nil {
+			return nil, err
+		}
 		batch := make([]causal.Item, 0, p.Batch)
 		for len(batch) < min(p.Batch, len(items)) {
 			if pos == len(order) {
@@ -361,7 +366,7 @@ func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params,
 			batch = append(batch, items[order[pos]])
 			pos++
 		}
-		sm, err := causal.SFTStep(model, opt, batch, trainer.DefaultMaxGradNorm)
+		sm, err := causal.SFTStep(model, opt, batch, sopts)
 		if err != nil {
 			return nil, fmt.Errorf("train sft step %d: %w", step, err)
 		}
@@ -374,6 +379,28 @@ func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params,
 	}
 	out.TrainSeconds = time.Since(t0).Seconds()
 	return finishCausal(model, out, version, parent, "sft", p, -1)
+}
+
+// CausalSFTContextWeight weighs the causal warm start's auxiliary
+// next-token loss on the context tokens (causal.SFTOptions.ContextWeight).
+// The segments' trained tokens are 2.4% of their tokens (the responses);
+// predicting the rest too (the instruction's word markers, the screens'
+// element lists, which repeat from turn to turn) gives the small model the
+// lookups its pointers need, and lifted held-out success after the warm
+// start from 7.7% to 13.8% at the same steps (README, "Learning: what was
+// measured").
+const CausalSFTContextWeight = 0.3
+
+// cosineLR is the causal warm start's rate at step of n: a linear warm-up
+// over the first 5% of the steps, then a cosine decay from peak to a tenth
+// of it (a constant rate left the loss noisy to the end).
+func cosineLR(peak float64, step, n int) float64 {
+	warm := max(1, n/20)
+	if step < warm {
+		return peak * float64(step+1) / float64(warm)
+	}
+	f := float64(step-warm) / float64(max(1, n-warm))
+	return peak * (0.1 + 0.9*0.5*(1+math.Cos(math.Pi*f)))
 }
 
 func countTokens(out *Output, rows []schemas.Segment) {

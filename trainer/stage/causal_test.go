@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -116,5 +117,31 @@ func TestBuildIDMapKeepsTrainedAndCommonTokens(t *testing.T) {
 	}
 	if im.Known(9) {
 		t.Error("a context token of 1 task got an id")
+	}
+}
+
+// TestCosineLR: the warm start's rate climbs to the peak over the first
+// 5% of the steps, then falls monotonically to a tenth of it.
+func TestCosineLR(t *testing.T) {
+	const peak, n = 0.01, 200
+	if got := cosineLR(peak, 0, n); math.Abs(got-peak/10) > 1e-12 {
+		t.Fatalf("step 0: %v, want peak/10 (1 of 10 warm-up steps)", got)
+	}
+	if got := cosineLR(peak, 9, n); math.Abs(got-peak) > 1e-12 {
+		t.Fatalf("last warm-up step: %v, want the peak %v", got, peak)
+	}
+	prev := peak
+	for s := 10; s < n; s++ {
+		got := cosineLR(peak, s, n)
+		if got > prev+1e-15 || got < peak/10-1e-15 {
+			t.Fatalf("step %d: %v after %v: want non-increasing and >= %v", s, got, prev, peak/10)
+		}
+		prev = got
+	}
+	if prev > peak/10*1.01 {
+		t.Fatalf("last step: %v, want about %v", prev, peak/10)
+	}
+	if got := cosineLR(peak, 0, 1); got != peak {
+		t.Fatalf("a single step: %v, want the peak", got)
 	}
 }

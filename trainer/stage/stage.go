@@ -95,11 +95,15 @@ func (p Params) Resolve() Params {
 }
 
 // The causal policy's warm start: whole window segments are long (a few
-// thousand tokens), so batches are small.
+// thousand tokens), so batches are small. The rate is the peak of a cosine
+// schedule (cosineLR); 1e-2 fits the training tasks better than 3e-3 at the
+// same steps (greedy success on them 25% -> 35% with the schedule); 400
+// steps rather than 200 raised held-out success after the warm start from
+// 13.8% to 29.2% on seed 1 (README).
 const (
-	CausalSFTSteps = 200
+	CausalSFTSteps = 400
 	CausalSFTBatch = 8
-	CausalSFTLR    = 3e-3
+	CausalSFTLR    = 1e-2
 )
 
 // Output is what the stage commits.

@@ -21,8 +21,9 @@ Two policies. --policy encdec (the default, trainer/policy) rebuilds one item pe
 trajectory, step, window), their token ids, loss mask, recorded log-probabilities and advantages, with the
 screenshots' pixels at the image tokens: run segment first (` + "`cualake segment --view pointer --image-tokens 8`" + `).
 --policy applies to a fresh sft; grpo continues the newest checkpoint's kind. Without --steps, --batch, --lr the
-demo's settings apply (encdec sft: 600 x 32 at 1e-2; causal sft: 200 x 8 at 3e-3; grpo: 30 steps, batches of
-whole groups up to 32 items, 1e-3).
+demo's settings apply (encdec sft: 600 x 32 at 1e-2; causal sft: 400 x 8, cosine schedule peaking at 1e-2, with an
+auxiliary next-token loss on the context tokens at weight 0.3; grpo: 30 steps, batches of whole groups up to 32 items,
+1e-3).
 
 Checkpoints are blobs with a checkpoints row; train_metrics gets one row per optimiser step; the commit's params
 name the segments snapshot the rows came from.
