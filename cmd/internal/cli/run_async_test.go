@@ -197,15 +197,7 @@ func TestAsyncRunDeterministicAndResumable(t *testing.T) {
 // stages lists the stages of main's snapshots, oldest first.
 func stages(t *testing.T, dir string) string {
 	t.Helper()
-	ctx := context.Background()
-	l, err := lake.OpenDir(ctx, dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log, err := l.Log(ctx, "", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := mainLog(t, dir)
 	var out []string
 	for i := len(log) - 1; i >= 0; i-- {
 		out = append(out, log[i].Stage)

@@ -36,8 +36,8 @@ func writeConfig(t *testing.T, report string) string {
 	return p
 }
 
-// dataFiles lists every data-file hash of every snapshot on main.
-func dataFiles(t *testing.T, dir string) []string {
+// mainLog returns main's snapshots of the lake in dir, newest first.
+func mainLog(t *testing.T, dir string) []*lake.Manifest {
 	t.Helper()
 	ctx := context.Background()
 	l, err := lake.OpenDir(ctx, dir, false)
@@ -48,8 +48,14 @@ func dataFiles(t *testing.T, dir string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return log
+}
+
+// dataFiles lists every data-file hash of every snapshot on main.
+func dataFiles(t *testing.T, dir string) []string {
+	t.Helper()
 	var out []string
-	for _, m := range log {
+	for _, m := range mainLog(t, dir) {
 		out = append(out, m.Stage)
 		for _, n := range m.TableNames() {
 			for _, f := range m.Tables[n].Files {
