@@ -14,7 +14,9 @@ reps=5; causalReps=7
 [ "${BENCH_QUICK:-0}" = 1 ] && reps=1 && causalReps=1
 scripts/bench-machine.sh > "$out/machine.txt"   # before anything of ours loads the machine
 echo "bench: Go benchmarks (this takes several minutes)"
-CUALAKE_ALG2_JSONL=$PWD/$out/alg2.jsonl go test -run '^$' -bench . -benchtime 1x -benchmem -timeout 60m \
+# -p 1: go test runs packages in parallel by default, and two packages'
+# benchmarks on 2 cores time each other.
+CUALAKE_ALG2_JSONL=$PWD/$out/alg2.jsonl go test -p 1 -run '^$' -bench . -benchtime 1x -benchmem -timeout 60m \
   ./pipeline/... ./query/... ./trainer/ 2>&1 | tee "$out/go.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
 echo "bench: causal policy forward+backward (7 repetitions, median)"
 go test -run '^$' -bench CausalForwardBackward -benchtime ${causalReps}x -timeout 30m ./trainer/causal/ 2>&1 | tee -a "$out/go.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
