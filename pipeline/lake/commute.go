@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"strings"
 
@@ -93,23 +92,11 @@ func fileKeys(ctx context.Context, l *Lake, info schemas.Info, f File) ([]string
 		fields = append(fields, sf)
 	}
 	keyType := reflect.StructOf(fields)
-	path, err := l.store.LocalPath(ctx, f.Path)
+	fh, pf, err := openDataFile(ctx, l, where, f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", where, err)
-	}
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", where, err)
+		return nil, err
 	}
 	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", where, err)
-	}
-	pf, err := parquet.OpenFile(fh, st.Size())
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", where, ErrCorrupt, err)
-	}
 	row := reflect.New(keyType)
 	r := parquet.NewReader(pf, parquet.SchemaOf(row.Interface()))
 	defer r.Close()

@@ -162,31 +162,45 @@ func ScanTable[T any](ctx context.Context, l *Lake, m *Manifest, def *schemas.Ta
 	return nil
 }
 
-func scanFile[T any](ctx context.Context, l *Lake, m *Manifest, table string, f File, buf []T, fn func([]T) error) error {
-	where := fmt.Sprintf("snapshot %s table %s file %s", short(m.ID), table, f.Path)
+// openDataFile opens one data file of a manifest as Parquet, checking its
+// size against the manifest; where names it in errors. The caller closes
+// the returned file.
+func openDataFile(ctx context.Context, l *Lake, where string, f File) (*os.File, *parquet.File, error) {
 	path, err := l.store.LocalPath(ctx, f.Path)
 	if err != nil {
-		return fmt.Errorf("%s: %w", where, err)
+		return nil, nil, fmt.Errorf("%s: %w", where, err)
 	}
 	fh, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%s: %w: data file is missing", where, ErrNotExist)
+			return nil, nil, fmt.Errorf("%s: %w: data file is missing", where, ErrNotExist)
 		}
-		return fmt.Errorf("%s: %w", where, err)
+		return nil, nil, fmt.Errorf("%s: %w", where, err)
 	}
-	defer fh.Close()
 	st, err := fh.Stat()
 	if err != nil {
-		return fmt.Errorf("%s: %w", where, err)
+		fh.Close()
+		return nil, nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if st.Size() != f.Bytes {
-		return fmt.Errorf("%s: %w: %d bytes on disk, manifest says %d", where, ErrCorrupt, st.Size(), f.Bytes)
+		fh.Close()
+		return nil, nil, fmt.Errorf("%s: %w: %d bytes on disk, manifest says %d", where, ErrCorrupt, st.Size(), f.Bytes)
 	}
 	pf, err := parquet.OpenFile(fh, st.Size())
 	if err != nil {
-		return fmt.Errorf("%s: %w: %v", where, ErrCorrupt, err)
+		fh.Close()
+		return nil, nil, fmt.Errorf("%s: %w: %v", where, ErrCorrupt, err)
 	}
+	return fh, pf, nil
+}
+
+func scanFile[T any](ctx context.Context, l *Lake, m *Manifest, table string, f File, buf []T, fn func([]T) error) error {
+	where := fmt.Sprintf("snapshot %s table %s file %s", short(m.ID), table, f.Path)
+	fh, pf, err := openDataFile(ctx, l, where, f)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
 	r := parquet.NewGenericReader[T](pf)
 	defer r.Close()
 	var total int64
