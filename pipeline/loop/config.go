@@ -23,12 +23,13 @@ type Config struct {
 	// LimitTasks caps the tasks of every rollout step (0: the whole pool);
 	// small configs for tests and smoke runs.
 	LimitTasks int `yaml:"limit_tasks" json:"limit_tasks"`
-	// Policy is the model: encdec (trainer/policy, the default: featurized
-	// step items from the steps table; it reads the accessibility tree, not
-	// the screenshots its rollouts record) or
-	// causal (trainer/causal: rollouts render screenshots, record their
-	// prompt ids, and every stage after rollout reads the segments rows;
-	// examples/pipeline-causal.yaml).
+	// Policy is the model: causal (trainer/causal, the default: a
+	// decoder-only transformer over the segment stage's token streams;
+	// rollouts render screenshots and record their prompt ids, and every
+	// stage after rollout reads the segments rows) or encdec (trainer/policy,
+	// the earlier baseline: featurized step items rebuilt from the steps
+	// table; it reads the accessibility tree, not the screenshots;
+	// examples/pipeline-encdec.yaml).
 	Policy string `yaml:"policy" json:"policy"`
 	// Async overlaps iteration t's train with iteration t+1's rollout
 	// (EvoCUA-1.5 5.1; see asyncOrder). Left out of the JSON when false, so
@@ -122,17 +123,17 @@ type Config struct {
 // Default returns the demo configuration.
 func Default() Config {
 	var c Config
-	c.Seed, c.Iterations, c.Workers, c.Report, c.Policy = 1, 4, 2, "out/report.html", "encdec"
+	c.Seed, c.Iterations, c.Workers, c.Report, c.Policy = 1, 4, 2, "out/report.html", "causal"
 	c.Synthesize.Count, c.Synthesize.Backend = 30, "builtin"
-	c.Warmstart.Demos, c.Warmstart.Steps, c.Warmstart.LR, c.Warmstart.MaxTurns = 1, 600, 1e-2, 40
-	c.InitialPass.N = 4
-	c.Sample.Sampler, c.Sample.Batch, c.Sample.Alpha, c.Sample.PMin, c.Sample.PMax = "frontier", 32, 0.2, 0.1, 0.9
+	c.Warmstart.Demos, c.Warmstart.Steps, c.Warmstart.LR, c.Warmstart.MaxTurns, c.Warmstart.Batch = 1, 400, 1e-2, 40, 8
+	c.InitialPass.N = 2
+	c.Sample.Sampler, c.Sample.Batch, c.Sample.Alpha, c.Sample.PMin, c.Sample.PMax = "frontier", 16, 0.2, 0.1, 0.9
 	c.Sample.EMABeta, c.Sample.ICSRatio, c.Sample.ReplayCap = 0.7, 0.025, 3
 	c.Sample.RecalibrateEvery, c.Sample.RecalibrateN, c.Sample.DAPORefills = 2, 4, 2
 	c.Train.MaxStale = 3
 	c.Rollout.N, c.Rollout.MaxTurns = 8, 30
 	c.Segment.Mode, c.Segment.K, c.Segment.Delta = "window", 5, 5
-	c.Train.Advantage, c.Train.Steps, c.Train.LR = "grpo", 30, 1e-3
+	c.Train.Advantage, c.Train.Steps, c.Train.LR = "grpo", 30, 1e-4
 	c.Eval.N, c.Eval.Split = 1, "heldout"
 	c.Audits = []string{"health", "synthesis", "overlap"}
 	c.Notebooks = []string{"notebooks/rollout-health.md", "notebooks/frontier.md", "notebooks/segments.md"}

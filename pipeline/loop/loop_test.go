@@ -41,7 +41,7 @@ func TestPlanOrderAndKeys(t *testing.T) {
 		seen[s.Key] = true
 		order = append(order, s.Key)
 	}
-	want := "pool synthesize warm-demos warm-sft it00-eval initial-pass it01-sample it01-rollout it01-segment it01-train it01-eval it02-sample"
+	want := "pool synthesize warm-demos warm-segment warm-sft it00-eval initial-pass it01-sample it01-rollout it01-segment it01-train it01-eval it02-sample"
 	if got := strings.Join(order, " "); !strings.HasPrefix(got, want) {
 		t.Fatalf("plan order:\n%s\nwant prefix\n%s", got, want)
 	}
@@ -129,9 +129,9 @@ func TestTreeOnlyIsOptIn(t *testing.T) {
 	if r, n := count(c); r == 0 || n != 0 {
 		t.Fatalf("default plan: %d of %d rollouts are tree-only", n, r)
 	}
-	c.Rollout.TreeOnly = true
+	c.Policy, c.Rollout.TreeOnly = "encdec", true
 	if r, n := count(c); n != r {
-		t.Fatalf("tree_only: %d of %d rollouts are tree-only", n, r)
+		t.Fatalf("encdec, tree_only: %d of %d rollouts are tree-only", n, r)
 	}
 	c.Policy = "causal"
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "rollout.tree_only") {

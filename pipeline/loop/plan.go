@@ -85,9 +85,9 @@ func Plan(c Config) []Step {
 	if c.Warmstart.Batch > 0 {
 		sftFlags = append(sftFlags, "--batch", itoa(c.Warmstart.Batch))
 	}
+	sftFlags = append(sftFlags, "--policy", c.Policy)
 	if causal {
 		add("warm-segment", "warm start: segment the demonstrations ("+c.Segment.Mode+")", 2, -1, []string{"segment"}, segFlags()...)
-		sftFlags = append(sftFlags, "--policy", "causal")
 	}
 	add("warm-sft", "warm start: supervised fine-tuning", 0.74*float64(c.Warmstart.Steps), -1, []string{"train"}, sftFlags...)
 	evalStep := func(it int) Step {

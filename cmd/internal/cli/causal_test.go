@@ -206,8 +206,8 @@ func TestTrainDefaultsAreTheDemos(t *testing.T) {
 	sft := stage.DefaultParams()
 	sft.Objective = "sft"
 	sft = sft.Resolve()
-	if sft.Steps != demo.Warmstart.Steps || sft.LR != demo.Warmstart.LR || sft.Policy != demo.Policy || sft.Batch != 32 {
-		t.Fatalf("sft defaults %+v, the demo warm-starts with %+v", sft, demo.Warmstart)
+	if sft.Steps != demo.Warmstart.Steps || sft.LR != demo.Warmstart.LR || sft.Policy != demo.Policy || sft.Batch != demo.Warmstart.Batch {
+		t.Fatalf("sft defaults %+v, the demo warm-starts the %s policy with %+v", sft, demo.Policy, demo.Warmstart)
 	}
 	grpo := stage.DefaultParams()
 	grpo.Objective = "grpo"
@@ -215,15 +215,15 @@ func TestTrainDefaultsAreTheDemos(t *testing.T) {
 	if grpo.Steps != demo.Train.Steps || grpo.LR != demo.Train.LR {
 		t.Fatalf("grpo defaults %+v, the demo trains with %+v", grpo, demo.Train)
 	}
-	causal := stage.DefaultParams()
-	causal.Policy = stage.PolicyCausal
-	causal = causal.Resolve()
-	cfg, err := loop.Load("../../../examples/pipeline-causal.yaml")
+	encdec := stage.DefaultParams()
+	encdec.Policy = stage.PolicyEncDec
+	encdec = encdec.Resolve()
+	cfg, err := loop.Load("../../../examples/pipeline-encdec.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if causal.Steps != cfg.Warmstart.Steps || causal.LR != cfg.Warmstart.LR || causal.Batch != cfg.Warmstart.Batch {
-		t.Fatalf("causal sft defaults %+v, examples/pipeline-causal.yaml warm-starts with %+v", causal, cfg.Warmstart)
+	if cfg.Policy != stage.PolicyEncDec || encdec.Steps != cfg.Warmstart.Steps || encdec.LR != cfg.Warmstart.LR || encdec.Batch != 32 {
+		t.Fatalf("encdec sft defaults %+v, examples/pipeline-encdec.yaml warm-starts %s with %+v", encdec, cfg.Policy, cfg.Warmstart)
 	}
 	if loop.CausalImageTokens != causalpkg.DefaultConfig(10).ImageTokens() {
 		t.Fatalf("the loop cuts segments with %d image tokens, the causal model reads %d", loop.CausalImageTokens, causalpkg.DefaultConfig(10).ImageTokens())

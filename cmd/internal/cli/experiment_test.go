@@ -15,11 +15,14 @@ import (
 )
 
 // tinyExperiment: the run test's small config (6 tasks, one iteration, a few
-// optimiser steps), two variants that differ after the prefix.
+// optimiser steps) with the encoder-decoder policy, for which the segment
+// mode is read after the prefix (the causal policy's warm start reads the
+// segments, so its variants would not share one): two variants that
+// differ after the prefix.
 const tinyExperiment = `name: tiny
 doc: Step against window segments on a tiny config.
 base: base.yaml
-set: {synthesize.count: 4}
+set: {synthesize.count: 4, policy: encdec}
 seeds: [3]
 variants:
   - {name: step, set: {segment.mode: step, train.advantage: grpo}}

@@ -19,6 +19,7 @@ const asyncRun = `seed: 5
 iterations: 2
 workers: 2
 limit_tasks: 6
+policy: encdec
 async: true
 warmstart: {demos: 1, steps: 4, lr: 0.001, max_turns: 30}
 initial_pass: {n: 2}
