@@ -62,6 +62,24 @@ measure() {
   echo "bench-scaling: $fam $n: $wall s, $((rss / 1024)) MiB"
 }
 
+# fits FAM N: whether N is worth running, judged from FAM's largest
+# measured size: peak RSS scaled linearly to N must stay under
+# CUALAKE_BENCH_MAX_RSS_GIB (default 8: the machine has 24 GiB, shared
+# with other agents). If not, a row says why and nothing runs.
+maxRSS=$(( ${CUALAKE_BENCH_MAX_RSS_GIB:-8} * 1024 * 1024 ))   # KiB
+fits() {
+  local fam=$1 n=$2 prev
+  prev=$(awk -F'\t' -v f="$fam" '$1 == f && $5 != "" { s = $2; r = $5 } END { if (s) print s, r }' "$tsv")
+  [ -z "$prev" ] && return 0
+  local ps pr proj
+  read -r ps pr <<< "$prev"
+  proj=$(echo "$pr * $n / $ps" | bc)
+  [ "$proj" -le "$maxRSS" ] && return 0
+  echo -e "$fam\t$n\t\t\t\t\tnot run: peak RSS $((pr / 1024)) MiB at $ps, linear in N gives about $((proj / 1024 / 1024)) GiB, over the ${CUALAKE_BENCH_MAX_RSS_GIB:-8} GiB limit (CUALAKE_BENCH_MAX_RSS_GIB) on this 24 GiB machine shared with other agents" >> "$tsv"
+  echo "bench-scaling: $fam $n not run: projected $((proj / 1024 / 1024)) GiB"
+  return 1
+}
+
 # fresh SRC: a hard-linked copy of a cached input lake at $run.
 fresh() { rm -rf "$run"; cp -al "$1" "$run"; }
 
@@ -76,12 +94,14 @@ cached() {
 }
 
 for n in $(sizes commit); do
+  fits commit "$n" || continue
   rm -rf "$run"
   measure commit "$n" "" "" "$out/scale" steps "$n" "$run"
   echo -e "commit-out\t$n\t\t\t\t$(du -sb "$run" | cut -f1)\tlake written" >> "$tsv"
 done
 
 for n in $(sizes segment); do
+  fits segment "$n" || continue
   cached "$in/segment-$n" "$out/scale" rollouts "$n" "$turns" "$in/segment-$n/lake"
   fresh "$in/segment-$n/lake"
   measure segment "$n" "$in/segment-$n/lake" "window K=5 Delta=5, $turns turns each, 1000 image tokens a screenshot" \
@@ -89,6 +109,7 @@ for n in $(sizes segment); do
 done
 
 for n in $(sizes import); do
+  fits import "$n" || continue
   cached "$in/import-$n" "$out/fixturegen" -episodes "$n" -steps "$episodeSteps" -size "$shot" "$in/import-$n/tree"
   rm -rf "$run"; "$bin/cualake" lake init --lake "$run" > /dev/null
   measure import "$n" "$in/import-$n/tree" "$episodeSteps steps each, PNG $shot" \
@@ -96,6 +117,8 @@ for n in $(sizes import); do
 done
 
 for n in $(sizes sample); do
+  ok=1; fits sample-frontier "$n" || ok=0; fits sample-dtac "$n" || ok=0
+  [ $ok = 1 ] || continue
   cached "$in/pool-$n" "$out/scale" pool "$n" "$in/pool-$n/lake"
   for s in frontier dtac; do
     fresh "$in/pool-$n/lake"
@@ -106,6 +129,7 @@ done
 
 sql="select action_kind, count(*), avg(prompt_tokens) from steps group by 1 order by 1"
 for n in $(sizes query); do
+  fits query "$n" || continue
   lakeDir=$in/query-$n/lake
   cached "$in/query-$n" "$out/scale" steps "$n" "$lakeDir"
   files=$("$bin/cualake" lake show --lake "$lakeDir" --json | python3 -c '
