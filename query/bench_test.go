@@ -92,8 +92,9 @@ func analystLake(b *testing.B) (*lake.Lake, *lake.Manifest) {
 // and through a plain DuckDB connection on read_parquet of the same files,
 // interleaved (ours, DuckDB, ours, ...) after one warm-up of each. Reported:
 // median and min of each, the ratio of medians, and the median of the
-// read-only check alone (Engine.CheckReadOnly: json_serialize_sql and a
-// prepare), the fixed cost a query pays on top of DuckDB's own work.
+// read-only check alone (Engine.CheckReadOnly) and of its two parts
+// (json_serialize_sql of the text, a prepare that binds the views), the
+// fixed cost a query pays on top of DuckDB's own work.
 func BenchmarkAnalystQueries(b *testing.B) {
 	ctx := context.Background()
 	l, m := analystLake(b)
@@ -137,7 +138,7 @@ func BenchmarkAnalystQueries(b *testing.B) {
 			pq := plain(aq.sql)
 			ours(aq.sql)
 			duck(pq)
-			var o, d, v []float64
+			var o, d, v, ser, prep []float64
 			for i := 0; i < b.N; i++ {
 				for range benchReps() {
 					t0 := time.Now()
@@ -151,6 +152,17 @@ func BenchmarkAnalystQueries(b *testing.B) {
 						b.Fatal(err)
 					}
 					v = append(v, float64(time.Since(t0).Nanoseconds()))
+					// the check's two parts
+					t0 = time.Now()
+					if _, err := e.serialize(ctx, aq.sql); err != nil {
+						b.Fatal(err)
+					}
+					ser = append(ser, float64(time.Since(t0).Nanoseconds()))
+					t0 = time.Now()
+					if _, err := e.prepareType(aq.sql); err != nil {
+						b.Fatal(err)
+					}
+					prep = append(prep, float64(time.Since(t0).Nanoseconds()))
 				}
 			}
 			b.ReportMetric(medianOf(o), "ours-median-ns")
@@ -158,6 +170,8 @@ func BenchmarkAnalystQueries(b *testing.B) {
 			b.ReportMetric(medianOf(d), "duckdb-median-ns")
 			b.ReportMetric(minOf(d), "duckdb-min-ns")
 			b.ReportMetric(medianOf(v), "check-median-ns")
+			b.ReportMetric(medianOf(ser), "serialize-median-ns")
+			b.ReportMetric(medianOf(prep), "prepare-median-ns")
 			b.ReportMetric(medianOf(o)/medianOf(d), "ratio")
 			b.ReportMetric(float64(len(o)), "runs")
 		})

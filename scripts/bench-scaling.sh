@@ -5,6 +5,8 @@
 #   segment  cualake segment --mode window over N text-only trajectories
 #   import   cualake import osworld-results of N episodes (PNG screenshots)
 #   sample   cualake sample --sampler frontier|dtac over a pool of N tasks
+#   select   the same samplers' Select alone over N pass rates in memory
+#            (bench/scale select), for the sizes the stage cannot hold
 #   query    cualake query of a group-by over N steps rows, against a plain
 #            DuckDB process (bench/duckq) on the same files, interleaved
 # Inputs are generated from fixed seeds once and cached under
@@ -42,8 +44,18 @@ go build -o "$out/scale" ./bench/scale
 go build -o "$out/duckq" ./bench/duckq
 go build -o "$out/fixturegen" ./pipeline/importer/internal/fixture/gen
 tsv=$out/scaling.tsv
+# CUALAKE_BENCH_SCALING="select query" measures only those families and
+# replaces their rows of an existing scaling.tsv, keeping the others.
+only=${CUALAKE_BENCH_SCALING:-}
+want() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
+if [ -n "$only" ] && [ -f "$tsv" ]; then
+  awk -F'\t' -v only=" $only " '/^#|^family/ { print; next } { f = $1; sub(/-(out|frontier|dtac|duckdb)$/, "", f); if (index(only, " " f " ") == 0) print }' "$tsv" > "$tsv.keep"
+  echo "# $only re-measured: load average at start: $(cut -d' ' -f1-3 /proc/loadavg); date: $(date -u +%FT%TZ)" >> "$tsv.keep"
+  mv "$tsv.keep" "$tsv"
+else
 { echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg); date: $(date -u +%FT%TZ); quick: $quick; turns: $turns; episode steps: $episodeSteps at $shot"
   echo -e "family\tsize\twall_s\tcpu_s\tmaxrss_kib\tinput_bytes\tnote"; } > "$tsv"
+fi
 
 # measure FAMILY SIZE INPUT NOTE CMD...: one timed child process, its
 # output kept in $root/FAMILY-SIZE.log.
@@ -93,14 +105,14 @@ cached() {
   touch "$dir/.built"
 }
 
-for n in $(sizes commit); do
+want commit && for n in $(sizes commit); do
   fits commit "$n" || continue
   rm -rf "$run"
   measure commit "$n" "" "" "$out/scale" steps "$n" "$run"
   echo -e "commit-out\t$n\t\t\t\t$(du -sb "$run" | cut -f1)\tlake written" >> "$tsv"
 done
 
-for n in $(sizes segment); do
+want segment && for n in $(sizes segment); do
   fits segment "$n" || continue
   cached "$in/segment-$n" "$out/scale" rollouts "$n" "$turns" "$in/segment-$n/lake"
   fresh "$in/segment-$n/lake"
@@ -108,7 +120,7 @@ for n in $(sizes segment); do
     "$bin/cualake" segment --lake "$run" --mode window --image-tokens 1000 --json
 done
 
-for n in $(sizes import); do
+want import && for n in $(sizes import); do
   fits import "$n" || continue
   cached "$in/import-$n" "$out/fixturegen" -episodes "$n" -steps "$episodeSteps" -size "$shot" "$in/import-$n/tree"
   rm -rf "$run"; "$bin/cualake" lake init --lake "$run" > /dev/null
@@ -116,7 +128,7 @@ for n in $(sizes import); do
     "$bin/cualake" import osworld-results --lake "$run" --json "$in/import-$n/tree"
 done
 
-for n in $(sizes sample); do
+want sample && for n in $(sizes sample); do
   ok=1; fits sample-frontier "$n" || ok=0; fits sample-dtac "$n" || ok=0
   [ $ok = 1 ] || continue
   cached "$in/pool-$n" "$out/scale" pool "$n" "$in/pool-$n/lake"
@@ -127,8 +139,16 @@ for n in $(sizes sample); do
   done
 done
 
+# the selection alone, over a pool in memory (no lake, no stage)
+want select && for n in $(sizes sample); do
+  for s in frontier dtac; do
+    fits "select-$s" "$n" || continue
+    measure "select-$s" "$n" "" "in memory, B=32" "$out/scale" select "$s" "$n"
+  done
+done
+
 sql="select action_kind, count(*), avg(prompt_tokens) from steps group by 1 order by 1"
-for n in $(sizes query); do
+want query && for n in $(sizes query); do
   fits query "$n" || continue
   lakeDir=$in/query-$n/lake
   cached "$in/query-$n" "$out/scale" steps "$n" "$lakeDir"

@@ -8,6 +8,7 @@
 //	scale steps N LAKE            N steps rows (lake.SyntheticStepsForBench's rows)
 //	scale rollouts N TURNS LAKE   N text-only trajectories of TURNS steps, tasks of 8 rollouts
 //	scale pool N LAKE             N tasks, their pass rates at iteration 0, 8 rollouts of 32 of them
+//	scale select SAMPLER N         no lake: N pass rates in memory, then SAMPLER's Select of B = 32, 3 times
 //
 // Example:
 //
@@ -21,9 +22,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/sample"
 	"github.com/cualake/cualake/schemas"
 )
 
@@ -37,9 +41,16 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
-	usage := fmt.Errorf("usage: scale steps N LAKE | rollouts N TURNS LAKE | pool N LAKE")
+	usage := fmt.Errorf("usage: scale steps N LAKE | rollouts N TURNS LAKE | pool N LAKE | select frontier|dtac N")
 	if len(args) < 3 {
 		return usage
+	}
+	if args[0] == "select" && len(args) == 3 {
+		n, err := strconv.Atoi(args[2])
+		if err != nil || n < 1 {
+			return fmt.Errorf("N %q: want a positive integer", args[2])
+		}
+		return selectOnly(args[1], n)
 	}
 	n, err := strconv.Atoi(args[1])
 	if err != nil || n < 1 {
@@ -189,4 +200,38 @@ func pool(ctx context.Context, tx *lake.Txn, n int) error {
 		}
 	}
 	return nil
+}
+
+// selectOnly times the sampler's Select alone over an in-memory pool of n
+// pass rates (EMAs from a fixed seed, 1 in 40 infeasible), the batch of
+// B = 32: the pool is built once, Select runs 3 times; it prints the
+// median and the build time.
+func selectOnly(name string, n int) error {
+	var s sample.Sampler
+	switch name {
+	case "frontier":
+		s = sample.NewFrontier()
+	case "dtac":
+		s = sample.NewDTAC()
+	default:
+		return fmt.Errorf("sampler %q: want frontier or dtac", name)
+	}
+	t0 := time.Now()
+	r := rand.New(rand.NewPCG(23, 3))
+	pool := make([]schemas.PassRate, n)
+	for i := range pool {
+		ema := r.Float64()
+		pool[i] = schemas.PassRate{TaskID: fmt.Sprintf("task-%08d", i), EMA: &ema, InPool: ema >= 0.1 && ema <= 0.9, Feasible: i%40 != 0}
+	}
+	build := time.Since(t0).Seconds()
+	var secs []float64
+	for it := range 3 {
+		t0 = time.Now()
+		if _, err := s.Select(pool, sample.Request{Iteration: int32(it + 1), BatchSize: 32, Seed: 1}); err != nil {
+			return fmt.Errorf("%s select over %d tasks: %w", name, n, err)
+		}
+		secs = append(secs, time.Since(t0).Seconds())
+	}
+	slices.Sort(secs)
+	return json.NewEncoder(os.Stdout).Encode(map[string]any{"sampler": name, "tasks": n, "select_s": secs[1], "build_s": build})
 }
