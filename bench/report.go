@@ -479,7 +479,12 @@ var scaleFamilies = []scaleFamily{
 			"(klauspost/compress, pooled), 25 MB the 65,536-row chunk being written, the rest Parquet page buffers; peak RSS " +
 			"is that plus the GC's headroom (GOGC=100), so it levels off once the first files are written."},
 	{"segment", "`cualake segment --mode window` over N trajectories", "trajectory",
-		"segment memory grows with N (see the note under the table)."},
+		"the live heap at its peak (pprof, same inputs) is 490 MB at 10k trajectories and 608 MB at 100k: the zstd encoders' " +
+			"history windows 256 -> 352 MB (each column chunk a writer compresses takes a pooled klauspost/compress encoder with its " +
+			"own window; up to 4 segments files are written at once), the recycled token arrays 94 -> 108 MB, Parquet page buffers " +
+			"60 MB. So the live heap grows 1.24x for 10x the trajectories and is bounded by the writers, not by N; peak RSS grows more " +
+			"because the Go runtime keeps freed heap mapped (GOGC=100 headroom, returned to the OS lazily). Fewer or smaller zstd " +
+			"windows (one encoder per writer, a smaller window for the short list pages) would cut it."},
 	{"import", "`cualake import osworld-results` of N episodes", "episode",
 		"the import's tables go through lake.SortedWriter (so that sharded and unsharded imports write the same files), which " +
 			"buffers a chunk of blobs before spilling a sorted run and, merging the runs, holds a few blobs from each: memory " +
@@ -491,7 +496,8 @@ var scaleFamilies = []scaleFamily{
 	{"sample-dtac", "`cualake sample --sampler dtac` over a pool of N tasks", "task",
 		"as for frontier: the whole pool is in memory, by design."},
 	{"select-frontier", "frontier Select alone over N pass rates in memory (`bench/scale select frontier N`)", "task",
-		"the pool of N pass rates is the process's input, built in memory; Select itself allocates per task (weights, candidates)."},
+		"the pool of N pass rates (about 100 bytes each with its task id) is the process's input, held in memory: the peak RSS is " +
+			"that pool, which Select reads once."},
 	{"select-dtac", "DTAC Select alone over N pass rates in memory (`bench/scale select dtac N`)", "task",
 		"as for frontier: the pool is the input, in memory."},
 }
@@ -656,10 +662,26 @@ func queryScaling(b *strings.Builder, ours, duck []scaleRun) {
 		return
 	}
 	t := (last[1] / last[0]) / (prev[1] / prev[0])
-	fmt.Fprintf(b, "\nVerdict: cpu per row %.2fx from %s to %s rows (%s), peak RSS %.2fx for %.0fx the rows (%s). The gap to DuckDB is a fixed "+
-		"cost per process (the start-up table), so the ratio falls as the query grows.\n",
+	var cpuRatio, extra []string
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, n := range sizes {
+		if q := d[n]; q != nil {
+			cpuRatio = append(cpuRatio, fmt.Sprintf("%.2fx at %s", median(o[n].cpu)/median(q.cpu), count(n)))
+			x := (median(o[n].rss) - median(q.rss)) / 1024
+			extra = append(extra, fmt.Sprintf("%.0f", x))
+			lo, hi = math.Min(lo, x), math.Max(hi, x)
+		}
+	}
+	same := "so our own part does not grow"
+	if hi-lo > 20 {
+		same = "so our own part grows too"
+	}
+	fmt.Fprintf(b, "\nVerdict: cpu per row %.2fx from %s to %s rows (%s); peak RSS %.2fx for %.0fx the rows, as DuckDB's own grows "+
+		"(its hash table and the files' metadata): ours minus DuckDB's is %s MiB, %s. Our cpu over DuckDB's is %s: "+
+		"the gap is a fixed cost per process (the start-up table: the larger binary, the views, the read-only check), so the ratio "+
+		"falls as the query grows; wall times move with the other agents' load.\n",
 		t, count(prev[0]), count(last[0]), map[bool]string{true: "linear time", false: "faster than linear"}[t <= 1.25],
-		last[2]/prev[2], last[0]/prev[0], map[bool]string{true: "flat memory", false: "memory grows"}[last[2]/prev[2] <= 1.5])
+		last[2]/prev[2], last[0]/prev[0], strings.Join(extra, ", "), same, strings.Join(cpuRatio, ", "))
 }
 
 // count prints 10000 as 10k, 1e6 as 1M.
