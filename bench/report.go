@@ -539,7 +539,7 @@ func scalingSection(b *strings.Builder, path string) {
 	}
 	b.WriteString("\n## Scaling: cost as work grows\n\n`scripts/bench-scaling.sh` (`make bench-scaling`): every row is one whole process, its " +
 		"wall and CPU (user+sys) time and its peak RSS from getrusage of the child (GNU time); inputs are generated from fixed seeds and " +
-		"cached under bench/out/scaling/input, and each run works on a fresh hard-linked copy. " + header + ". The machine is " +
+		"cached under bench/out/scaling/input, and each run works on a fresh hard-linked copy. This run: " + header + ". The machine is " +
 		"shared with other agents' builds and experiments (2 cores), so wall times include waiting for a core and CPU times are the " +
 		"steadier figure. The verdict compares the two largest sizes: CPU per unit within 1.25x is linear time, peak RSS within " +
 		"1.5x for 10x the work is flat memory.\n")
