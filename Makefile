@@ -5,7 +5,7 @@ BIN := ./bin
 STAGES := synthesize rollout segment sample train audit
 LAKE ?= ./data/lake
 
-.PHONY: setup build test bench bench-startup bench-check demo fmt vet clean
+.PHONY: setup build test bench bench-startup bench-scaling bench-check demo fmt vet clean
 
 setup:
 	@scripts/setup.sh
@@ -33,6 +33,14 @@ bench-startup: build
 	@scripts/bench-machine.sh > bench/out/startup/machine.txt
 	@scripts/bench-startup.sh bench/out/startup 5
 	@go run bench/report.go bench/out/startup bench/startup.md
+
+# the scaling tables alone (inputs cached under bench/out/scaling/input; the
+# first run generates them): their section of bench/results.md is replaced,
+# the rest kept. BENCH_QUICK=1 runs the two smallest sizes of each.
+bench-scaling: build
+	@scripts/bench-scaling.sh bench/out
+	@go run bench/report.go -only scaling bench/out bench/results.md > /dev/null
+	@echo "bench-scaling: bench/results.md (section Scaling)"
 
 # a quick run (each measurement once) against the committed table: prints the
 # rows that moved by more than 2x. For people, not a CI gate.

@@ -10,7 +10,9 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -28,7 +30,6 @@ var headline = map[string]metric{
 	"BenchmarkCommitSteps1M":                      {"rows/s", "commit 1,000,000 steps rows"},
 	"BenchmarkCommitAfterHistory/snapshots=10":    {"ns/op", "flat in history"},
 	"BenchmarkCommitAfterHistory/snapshots=1000":  {"ns/op", "flat in history"},
-	"BenchmarkQueryGroupBy/cualake":               {"ns/op", "ratio to plain DuckDB close to 1"},
 	"BenchmarkFrontierSelect1M":                   {"ns/op", "< 100 ms"},
 	"BenchmarkDTACSelect1M":                       {"ns/op", "< 100 ms"},
 	"BenchmarkUpdateEMA1Mx8":                      {"ns/op", "EMA for 1M tasks x 8 rollouts"},
@@ -49,39 +50,90 @@ var headline = map[string]metric{
 
 var line = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+(.*)$`)
 
-func main() {
-	dir, out := os.Args[1], os.Args[2]
+// parseGo reads go test's benchmark lines: runs[name][unit] holds every
+// run's figure (go test -count N repeats a benchmark), values their
+// median. A missing file (only a part ran, as make bench-startup) reads as
+// no benchmarks.
+func parseGo(path string) (map[string]map[string][]float64, map[string]map[string]float64) {
+	runs := map[string]map[string][]float64{}
 	values := map[string]map[string]float64{}
-	// go.txt is absent when only a part ran (make bench-startup): that
-	// part's section is the report.
-	f, err := os.Open(filepath.Join(dir, "go.txt"))
+	data, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		fail(err)
 	}
-	if f == nil {
-		f, _ = os.Open(os.DevNull)
-	}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		m := line.FindStringSubmatch(sc.Text())
+	for _, l := range strings.Split(string(data), "\n") {
+		m := line.FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}
-		v := map[string]float64{}
+		if runs[m[1]] == nil {
+			runs[m[1]] = map[string][]float64{}
+		}
 		fields := strings.Fields(m[3])
 		for i := 0; i+1 < len(fields); i += 2 {
 			if x, err := strconv.ParseFloat(fields[i], 64); err == nil {
-				v[fields[i+1]] = x
+				runs[m[1]][fields[i+1]] = append(runs[m[1]][fields[i+1]], x)
 			}
 		}
-		values[m[1]] = v
 	}
+	for n, units := range runs {
+		values[n] = map[string]float64{}
+		for u, xs := range units {
+			values[n][u] = median(xs)
+		}
+	}
+	return runs, values
+}
+
+func main() {
+	only := flag.String("only", "", "render only these sections (comma-separated: scaling, queries, startup) and put them in place of the same sections of OUT, keeping the rest of it")
+	flag.Parse()
+	if flag.NArg() != 2 {
+		fmt.Fprintln(os.Stderr, "usage: go run bench/report.go [-only scaling,queries,startup] OUTDIR RESULTS.md")
+		os.Exit(2)
+	}
+	dir, out := flag.Arg(0), flag.Arg(1)
+	if *only != "" {
+		var b strings.Builder
+		for _, name := range strings.Split(*only, ",") {
+			switch name {
+			case "scaling":
+				scalingSection(&b, filepath.Join(dir, "scaling.tsv"))
+			case "startup":
+				startupSection(&b, filepath.Join(dir, "startup.tsv"), filepath.Join(dir, "smaps.txt"))
+			case "queries":
+				_, values := parseGo(filepath.Join(dir, "go.txt"))
+				queriesSection(&b, values)
+			default:
+				fail(fmt.Errorf("-only %s: want scaling, queries or startup", name))
+			}
+		}
+		if b.Len() == 0 {
+			fail(fmt.Errorf("-only %s: nothing measured under %s", *only, dir))
+		}
+		old, err := os.ReadFile(out)
+		if err != nil {
+			fail(err)
+		}
+		doc := mergeSections(string(old), b.String())
+		if err := os.WriteFile(out, []byte(doc), 0o644); err != nil {
+			fail(err)
+		}
+		fmt.Print(b.String())
+		return
+	}
+	runs, values := parseGo(filepath.Join(dir, "go.txt"))
 	py := readJSON(filepath.Join(dir, "alg2-window.json"))
-	torch := readJSON(filepath.Join(dir, "torch.json"))
+	// torch-N.json: PyTorch's runs interleaved with ours (torch.json
+	// before they were).
+	torchRuns := medianJSON(filepath.Join(dir, "torch-[0-9]*.json"), "tokens_per_cpu_s")
+	if len(torchRuns) == 0 {
+		if p, ok := readJSON(filepath.Join(dir, "torch.json"))["tokens_per_cpu_s"].(float64); ok && p > 0 {
+			torchRuns = []float64{p}
+		}
+	}
 	causalTorch := readJSON(filepath.Join(dir, "causal-torch.json"))
 	causalJemalloc := readJSON(filepath.Join(dir, "causal-torch-jemalloc.json"))
-	duck := values["BenchmarkQueryGroupBy/duckdb"]["ns/op"]
 
 	var names []string
 	for n := range values {
@@ -92,7 +144,9 @@ func main() {
 	sort.Strings(names)
 	var b strings.Builder
 	if len(names) > 0 {
-		b.WriteString("# Benchmarks\n\nOne `make bench` run on this machine; baselines measured in the same run.\n\n")
+		b.WriteString("# Benchmarks\n\nOne `make bench` run on this machine; baselines measured in the same run. Every Go benchmark " +
+			"runs 5 times (`go test -count 5`; 1 under BENCH_QUICK=1): the table shows the median and the min of the runs (for a rate " +
+			"such as rows/s the min is the slowest run). Paired rows run ours and the baseline interleaved and give the ratio of medians.\n\n")
 	} else {
 		b.WriteString("# Start-up benchmark\n\nOne `make bench-startup` run on this machine; baselines measured in the same run. " +
 			"`make bench` puts the same section in bench/results.md.\n\n")
@@ -106,8 +160,6 @@ func main() {
 		ours := values[n][h.unit]
 		base, ratio := "", ""
 		switch n {
-		case "BenchmarkQueryGroupBy/cualake":
-			base, ratio = fmt.Sprintf("%.0f ns/op (plain DuckDB)", duck), fmt.Sprintf("%.2fx time", ours/duck)
 		case "BenchmarkCommitVsDuckDBCopy":
 			v := values[n]
 			if d := v["duckdb-median-rows/s"]; d > 0 {
@@ -120,8 +172,9 @@ func main() {
 				base, ratio = fmt.Sprintf("%.1f traj/cpu-s (Python)", p), fmt.Sprintf("%.1fx", ours/p)
 			}
 		case "BenchmarkPolicyForwardBackward":
-			if p, ok := torch["tokens_per_cpu_s"].(float64); ok && p > 0 {
-				base, ratio = fmt.Sprintf("%.0f tokens/cpu-s (PyTorch)", p), fmt.Sprintf("%.2fx", ours/p)
+			if p := median(torchRuns); p > 0 {
+				base, ratio = fmt.Sprintf("%.0f tokens/cpu-s median, %.0f min (PyTorch, %d runs interleaved with ours)", p, minOf(torchRuns), len(torchRuns)),
+					fmt.Sprintf("%.2fx of medians", ours/p)
 			}
 		case "BenchmarkCausalForwardBackward":
 			// PyTorch's default CPU allocator refaults its activations'
@@ -137,13 +190,21 @@ func main() {
 			}
 		}
 		extra := ""
+		if rs := runs[n][h.unit]; len(rs) > 1 && !strings.Contains(h.unit, "median") {
+			extra = fmt.Sprintf(" median of %d, min %s", len(rs), fmtNum(minOf(rs)))
+		}
+		if strings.HasSuffix(h.unit, "-ns") {
+			ours, h.unit = ours/1e6, strings.TrimSuffix(h.unit, "-ns")+" ms"
+		}
 		if mb, ok := values[n]["peak-heap-MB"]; ok {
 			extra = fmt.Sprintf(", peak heap %.0f MB", mb)
 		}
 		fmt.Fprintf(&b, "| %s | %s %s%s | %s | %s | %s |\n", strings.TrimPrefix(n, "Benchmark"), fmtNum(ours), h.unit, extra, base, ratio, h.goal)
 	}
+	queriesSection(&b, values)
 	segmentsSection(&b, readJSON(filepath.Join(dir, "segments.json")))
 	startupSection(&b, filepath.Join(dir, "startup.tsv"), filepath.Join(dir, "smaps.txt"))
+	scalingSection(&b, filepath.Join(dir, "scaling.tsv"))
 	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
 		fail(err)
 	}
@@ -354,4 +415,392 @@ func readJSON(p string) map[string]any {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "bench report:", err)
 	os.Exit(1)
+}
+
+// mergeSections puts each "## " section of part in place of the section of
+// doc with the same title (the text before its first colon), or at the end
+// of doc where it has none.
+func mergeSections(doc, part string) string {
+	split := func(s string) []string {
+		var out []string
+		for _, chunk := range strings.SplitAfter(s, "\n") {
+			if strings.HasPrefix(chunk, "## ") || len(out) == 0 {
+				out = append(out, "")
+			}
+			out[len(out)-1] += chunk
+		}
+		return out
+	}
+	title := func(sec string) string {
+		first, _, _ := strings.Cut(sec, "\n")
+		t, _, _ := strings.Cut(first, ":")
+		return t
+	}
+	secs := split(doc)
+	for _, p := range split(part) {
+		p = strings.TrimRight(strings.TrimLeft(p, "\n"), "\n") + "\n\n"
+		if !strings.HasPrefix(p, "## ") {
+			continue
+		}
+		replaced := false
+		for i, d := range secs {
+			if strings.HasPrefix(d, "## ") && title(d) == title(p) {
+				secs[i], replaced = p, true
+				break
+			}
+		}
+		if !replaced {
+			if last := secs[len(secs)-1]; !strings.HasSuffix(last, "\n\n") {
+				secs[len(secs)-1] = last + "\n"
+			}
+			secs = append(secs, p)
+		}
+	}
+	return strings.TrimRight(strings.Join(secs, ""), "\n") + "\n"
+}
+
+// scaleRun is one row of scripts/bench-scaling.sh's scaling.tsv.
+type scaleRun struct {
+	size                 float64
+	wall, cpu, rss, disk float64
+	note                 string
+	ok                   bool
+}
+
+// scaleFamily describes one scaling table: its unit of work and what its
+// memory is made of (measured: see bench/results.md), said when it grows.
+type scaleFamily struct {
+	key, title, unit, memory string
+}
+
+var scaleFamilies = []scaleFamily{
+	{"commit", "commit of N steps rows (`bench/scale steps N`: lake.NewReplacer, 65,536-row files, zstd)", "row",
+		"the live heap after a GC is about 120 MB at 2.5M rows (pprof): 64 MB are the zstd encoders' history windows " +
+			"(klauspost/compress, pooled), 25 MB the 65,536-row chunk being written, the rest Parquet page buffers; peak RSS " +
+			"is that plus the GC's headroom (GOGC=100), so it levels off once the first files are written."},
+	{"segment", "`cualake segment --mode window` over N trajectories", "trajectory",
+		"the live heap at its peak (pprof, same inputs) is 490 MB at 10k trajectories and 608 MB at 100k: the zstd encoders' " +
+			"history windows 256 -> 352 MB (each column chunk a writer compresses takes a pooled klauspost/compress encoder with its " +
+			"own window; up to 4 segments files are written at once), the recycled token arrays 94 -> 108 MB, Parquet page buffers " +
+			"60 MB. So the live heap grows 1.24x for 10x the trajectories and is bounded by the writers, not by N; peak RSS grows more " +
+			"because the Go runtime keeps freed heap mapped (GOGC=100 headroom, returned to the OS lazily). Fewer or smaller zstd " +
+			"windows (one encoder per writer, a smaller window for the short list pages) would cut it."},
+	{"import", "`cualake import osworld-results` of N episodes", "episode",
+		"the import's tables go through lake.SortedWriter (so that sharded and unsharded imports write the same files), which " +
+			"buffers a chunk of blobs before spilling a sorted run and, merging the runs, holds a few blobs from each: memory " +
+			"grows with the number of runs, that is with the blobs (pipeline/importer/bench_test.go)."},
+	{"sample-frontier", "`cualake sample --sampler frontier` over a pool of N tasks", "task",
+		"the stage holds its whole input in memory (sample.StageInput: every task and pass-rate row), as a selection " +
+			"over the whole pool reads every task's EMA; memory is linear in the pool by design. A projection to the " +
+			"columns the sampler reads would lower the slope, not make it flat."},
+	{"sample-dtac", "`cualake sample --sampler dtac` over a pool of N tasks", "task",
+		"as for frontier: the whole pool is in memory, by design."},
+	{"select-frontier", "frontier Select alone over N pass rates in memory (`bench/scale select frontier N`)", "task",
+		"the pool of N pass rates (about 100 bytes each with its task id) is the process's input, held in memory: the peak RSS is " +
+			"that pool, which Select reads once."},
+	{"select-dtac", "DTAC Select alone over N pass rates in memory (`bench/scale select dtac N`)", "task",
+		"as for frontier: the pool is the input, in memory."},
+}
+
+// scalingSection reports scripts/bench-scaling.sh: one table per family,
+// time and peak RSS per size, and a verdict on how they grow.
+func scalingSection(b *strings.Builder, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	rows := map[string][]scaleRun{}
+	header := ""
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if strings.HasPrefix(l, "#") {
+			if header != "" {
+				header += "; then "
+			}
+			header += strings.TrimSpace(strings.TrimPrefix(l, "#"))
+			continue
+		}
+		col := strings.Split(l, "\t")
+		if len(col) != 7 || col[0] == "family" {
+			continue
+		}
+		r := scaleRun{note: col[6], ok: col[2] != ""}
+		for i, dst := range []*float64{&r.size, &r.wall, &r.cpu, &r.rss, &r.disk} {
+			src := col[[]int{1, 2, 3, 4, 5}[i]]
+			if src != "" {
+				if *dst, err = strconv.ParseFloat(src, 64); err != nil {
+					fail(fmt.Errorf("%s: %q: %w", path, l, err))
+				}
+			}
+		}
+		rows[col[0]] = append(rows[col[0]], r)
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("\n## Scaling: cost as work grows\n\n`scripts/bench-scaling.sh` (`make bench-scaling`): every row is one whole process, its " +
+		"wall and CPU (user+sys) time and its peak RSS from getrusage of the child (GNU time); inputs are generated from fixed seeds and " +
+		"cached under bench/out/scaling/input, and each run works on a fresh hard-linked copy. This run: " + header + ". The machine is " +
+		"shared with other agents' builds and experiments (2 cores), so wall times include waiting for a core and CPU times are the " +
+		"steadier figure. The verdict compares the two largest sizes: CPU per unit within 1.25x is linear time, peak RSS within " +
+		"1.5x for 10x the work is flat memory.\n")
+	for _, fam := range scaleFamilies {
+		rs := rows[fam.key]
+		if len(rs) == 0 {
+			continue
+		}
+		out := map[float64]float64{}
+		for _, o := range rows["commit-out"] {
+			out[o.size] = o.disk
+		}
+		fmt.Fprintf(b, "\n### %s\n\n| %s | wall s | cpu s | peak RSS MiB | cpu per %s | on disk | note |\n| --- | --- | --- | --- | --- | --- | --- |\n",
+			fam.title, plural(fam.unit), fam.unit)
+		var good []scaleRun
+		for _, r := range rs {
+			disk := r.disk
+			if fam.key == "commit" {
+				disk = out[r.size]
+			}
+			if !r.ok {
+				fmt.Fprintf(b, "| %s | | | | | %s | %s |\n", count(r.size), mib(disk), r.note)
+				continue
+			}
+			if strings.HasPrefix(fam.key, "select-") {
+				// bench/scale select's own timing of Select, in its log
+				j := readJSON(filepath.Join(filepath.Dir(path), "scaling", fmt.Sprintf("%s-%.0f.log", fam.key, r.size)))
+				if sel, ok := j["select_s"].(float64); ok {
+					r.note = fmt.Sprintf("Select alone %s (median of 3, %s per task); pool built in %.2f s", perUnit(sel), perUnit(sel/r.size), j["build_s"])
+				}
+			}
+			good = append(good, r)
+			fmt.Fprintf(b, "| %s | %.2f | %.2f | %.0f | %s | %s | %s |\n", count(r.size), r.wall, r.cpu, r.rss/1024, perUnit(r.cpu/r.size), mib(disk), r.note)
+		}
+		scaleVerdict(b, fam, good)
+	}
+	queryScaling(b, rows["query"], rows["query-duckdb"])
+}
+
+// scaleVerdict says whether time is linear and memory flat between the two
+// largest measured sizes.
+func scaleVerdict(b *strings.Builder, fam scaleFamily, rs []scaleRun) {
+	if len(rs) < 2 {
+		b.WriteString("\nVerdict: fewer than two sizes measured.\n")
+		return
+	}
+	a, z := rs[len(rs)-2], rs[len(rs)-1]
+	k := z.size / a.size
+	t := (z.cpu / z.size) / (a.cpu / a.size)
+	m := z.rss / a.rss
+	var v []string
+	switch {
+	case t < 0.8:
+		v = append(v, fmt.Sprintf("linear time or better (cpu per %s %.2fx from %s to %s: the process's fixed start-up cost is still being spread)",
+			fam.unit, t, count(a.size), count(z.size)))
+	case t <= 1.25:
+		v = append(v, fmt.Sprintf("linear time (cpu per %s %.2fx from %s to %s)", fam.unit, t, count(a.size), count(z.size)))
+	default:
+		v = append(v, fmt.Sprintf("time grows faster than linear (cpu per %s %.2fx from %s to %s)", fam.unit, t, count(a.size), count(z.size)))
+	}
+	switch {
+	case m <= 1.5:
+		v = append(v, fmt.Sprintf("flat memory (peak RSS %.2fx for %.0fx the work)", m, k))
+	case m < k/2:
+		v = append(v, fmt.Sprintf("memory grows with N, sublinearly (peak RSS %.2fx for %.0fx the work)", m, k))
+	default:
+		v = append(v, fmt.Sprintf("memory grows linearly with N (peak RSS %.2fx for %.0fx the work)", m, k))
+	}
+	fmt.Fprintf(b, "\nVerdict: %s. Memory: %s\n", strings.Join(v, "; "), fam.memory)
+}
+
+// queryScaling pairs `cualake query` with a plain DuckDB process per size:
+// medians of the interleaved runs and the ratio of medians.
+func queryScaling(b *strings.Builder, ours, duck []scaleRun) {
+	if len(ours) == 0 {
+		return
+	}
+	type agg struct{ wall, cpu, rss []float64 }
+	group := func(rs []scaleRun) (map[float64]*agg, []float64) {
+		m := map[float64]*agg{}
+		var order []float64
+		for _, r := range rs {
+			if !r.ok {
+				continue
+			}
+			if m[r.size] == nil {
+				m[r.size] = &agg{}
+				order = append(order, r.size)
+			}
+			m[r.size].wall = append(m[r.size].wall, r.wall)
+			m[r.size].cpu = append(m[r.size].cpu, r.cpu)
+			m[r.size].rss = append(m[r.size].rss, r.rss)
+		}
+		return m, order
+	}
+	o, sizes := group(ours)
+	d, _ := group(duck)
+	disk := map[float64]float64{}
+	for _, r := range ours {
+		disk[r.size] = r.disk
+	}
+	b.WriteString("\n### `cualake query` of a group-by over N steps rows, against a plain DuckDB process on the same files\n\n" +
+		"`select action_kind, count(*), avg(prompt_tokens) from steps group by 1 order by 1`; runs interleaved (ours, DuckDB, ...) after one " +
+		"warm-up; medians, min in brackets.\n\n" +
+		"| rows | cualake wall s | DuckDB wall s | ratio of medians (wall) | cpu s cualake / DuckDB | peak RSS MiB cualake / DuckDB | cpu per row (cualake) | on disk |\n" +
+		"| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	var last, prev []float64 // size, our cpu, our rss
+	for _, n := range sizes {
+		a, q := o[n], d[n]
+		if q == nil {
+			fmt.Fprintf(b, "| %s | %.2f (%.2f) | not measured | | | | | %s |\n", count(n), median(a.wall), minOf(a.wall), mib(disk[n]))
+			continue
+		}
+		fmt.Fprintf(b, "| %s | %.2f (%.2f) | %.2f (%.2f) | %.2fx | %.2f / %.2f | %.0f / %.0f | %s | %s |\n", count(n), median(a.wall), minOf(a.wall),
+			median(q.wall), minOf(q.wall), median(a.wall)/median(q.wall), median(a.cpu), median(q.cpu), median(a.rss)/1024, median(q.rss)/1024,
+			perUnit(median(a.cpu)/n), mib(disk[n]))
+		prev, last = last, []float64{n, median(a.cpu), median(a.rss), median(q.cpu)}
+	}
+	if prev == nil {
+		return
+	}
+	t := (last[1] / last[0]) / (prev[1] / prev[0])
+	var cpuRatio, extra []string
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, n := range sizes {
+		if q := d[n]; q != nil {
+			cpuRatio = append(cpuRatio, fmt.Sprintf("%.2fx at %s", median(o[n].cpu)/median(q.cpu), count(n)))
+			x := (median(o[n].rss) - median(q.rss)) / 1024
+			extra = append(extra, fmt.Sprintf("%.0f", x))
+			lo, hi = math.Min(lo, x), math.Max(hi, x)
+		}
+	}
+	same := "so our own part does not grow"
+	if hi-lo > 20 {
+		same = "so our own part grows too"
+	}
+	fmt.Fprintf(b, "\nVerdict: cpu per row %.2fx from %s to %s rows (%s); peak RSS %.2fx for %.0fx the rows, as DuckDB's own grows "+
+		"(its hash table and the files' metadata): ours minus DuckDB's is %s MiB, %s. Our cpu over DuckDB's is %s: "+
+		"the gap is a fixed cost per process (the start-up table: the larger binary, the views, the read-only check), so the ratio "+
+		"falls as the query grows; wall times move with the other agents' load.\n",
+		t, count(prev[0]), count(last[0]), map[bool]string{true: "linear time", false: "faster than linear"}[t <= 1.25],
+		last[2]/prev[2], last[0]/prev[0], strings.Join(extra, ", "), same, strings.Join(cpuRatio, ", "))
+}
+
+// count prints 10000 as 10k, 1e6 as 1M.
+func count(x float64) string {
+	switch {
+	case x >= 1e6 && math.Mod(x, 1e6) == 0:
+		return fmt.Sprintf("%.0fM", x/1e6)
+	case x >= 1e3 && math.Mod(x, 1e3) == 0:
+		return fmt.Sprintf("%.0fk", x/1e3)
+	}
+	return fmt.Sprintf("%.0f", x)
+}
+
+// perUnit prints seconds per unit in the unit that keeps it readable.
+func perUnit(s float64) string {
+	switch {
+	case s >= 1e-3:
+		return fmt.Sprintf("%.2f ms", s*1e3)
+	case s >= 1e-6:
+		return fmt.Sprintf("%.2f µs", s*1e6)
+	}
+	return fmt.Sprintf("%.1f ns", s*1e9)
+}
+
+func mib(bytes float64) string {
+	if bytes <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.1f MiB", bytes/(1<<20))
+}
+
+// medianJSON returns one number field of every JSON file matching the
+// glob pattern (files without it are skipped).
+func medianJSON(pattern, field string) []float64 {
+	paths, _ := filepath.Glob(pattern)
+	var out []float64
+	for _, p := range paths {
+		if x, ok := readJSON(p)[field].(float64); ok && x > 0 {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// analystNote says where our fixed cost per query goes (measured; see
+// the section).
+const analystNote = "\nWhere our fixed cost per query goes: before every query the engine's read-only check (`Engine.vet`) runs " +
+	"json_serialize_sql of the text (a round trip through DuckDB's parser and the syntax tree as JSON, walked for table functions " +
+	"and file paths) and a prepare that binds the statement to confirm DuckDB types it a SELECT; the check column times it alone. " +
+	"That prepare binds the views a second time, and binding and scanning `read_parquet` read Parquet metadata (the schema at " +
+	"bind, each file's footer at scan). The engine now sets `parquet_metadata_cache` (the lake's files never change under a " +
+	"name), so the second bind and every later query of an engine reuse what was read once; plain DuckDB on its defaults reads " +
+	"it per query, so where ours is below 1.0x part of the lead is that cache, which a plain DuckDB user could turn on too. " +
+	"What remains is the check itself, a few milliseconds: within the noise for queries of tens of milliseconds and " +
+	"more, a large share of one that prunes to a few row groups (prune). What would remove it: run the statement the check " +
+	"prepared instead of preparing it and then querying its text (one parse and bind instead of three; the engine would read " +
+	"results from the driver's rows rather than database/sql's), and keep the check's verdict per statement text for an analyst " +
+	"who repeats a query. Wall medians on this shared machine move by tens of percent between runs; the CPU column (every " +
+	"thread's user+sys time of the process during the query) is steadier.\n"
+
+// analystQueries are BenchmarkAnalystQueries' cases (query/bench_test.go).
+var analystQueries = []struct{ name, what string }{
+	{"group-by", "group-by over steps"},
+	{"join", "trajectories joined with steps, grouped"},
+	{"window", "running sum over each trajectory's steps"},
+	{"unnest", "unnest(loss_mask) over segments"},
+	{"prune", "filter on trajectory_id that prunes row groups"},
+}
+
+// queriesSection reports BenchmarkAnalystQueries: each analyst query through
+// our engine and through plain DuckDB, interleaved, median and min of each,
+// the ratio of medians against the goal, and the read-only check's share.
+func queriesSection(b *strings.Builder, values map[string]map[string]float64) {
+	if values["BenchmarkAnalystQueries/group-by"] == nil {
+		return
+	}
+	b.WriteString("\n## Analyst queries: our views against plain DuckDB\n\n`BenchmarkAnalystQueries` (query/bench_test.go), in one process: " +
+		"a lake of 1,000,000 steps rows (33,334 trajectories of 30 steps, 16 files sorted by trajectory), their trajectories and 2,000 " +
+		"segments of 4,096 tokens; each query through `query.Engine.Query` (the confined views, the read-only check, the typed result) " +
+		"and through one plain DuckDB connection on `read_parquet` of the same files, interleaved (ours, DuckDB, ...) after one warm-up " +
+		"of each. The check column is `Engine.CheckReadOnly` alone (json_serialize_sql of the text and a prepare, which binds the views): " +
+		"the fixed cost a query pays on top of DuckDB's own work.\n\n")
+	b.WriteString("| query | ours median (min) | plain DuckDB median (min) | ratio of medians | cpu median ours / DuckDB (ratio) | read-only check median (serialize + prepare) | runs | goal <= 1.05x (wall) |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, q := range analystQueries {
+		v := values["BenchmarkAnalystQueries/"+q.name]
+		if v == nil || v["duckdb-median-ns"] == 0 {
+			continue
+		}
+		r := v["ours-median-ns"] / v["duckdb-median-ns"]
+		cpu := ""
+		if dc := v["duckdb-cpu-median-ns"]; dc > 0 {
+			cpu = fmt.Sprintf("%.1f / %.1f ms (%.2fx)", v["ours-cpu-median-ns"]/1e6, dc/1e6, v["ours-cpu-median-ns"]/dc)
+		}
+		fmt.Fprintf(b, "| %s: %s | %.1f ms (%.1f) | %.1f ms (%.1f) | %.2fx | %s | %.1f ms (%.1f + %.1f) | %.0f | %s |\n", q.name, q.what,
+			v["ours-median-ns"]/1e6, v["ours-min-ns"]/1e6, v["duckdb-median-ns"]/1e6, v["duckdb-min-ns"]/1e6, r, cpu, v["check-median-ns"]/1e6,
+			v["serialize-median-ns"]/1e6, v["prepare-median-ns"]/1e6,
+			v["runs"], verdict(r <= 1.05, fmt.Sprintf("%.2fx", r), cpuNote(v)))
+	}
+	b.WriteString(analystNote)
+}
+
+func plural(unit string) string {
+	if strings.HasSuffix(unit, "y") {
+		return strings.TrimSuffix(unit, "y") + "ies"
+	}
+	return unit + "s"
+}
+
+// cpuNote says, for a pair that missed its goal on wall time, whether the
+// CPU times did too.
+func cpuNote(v map[string]float64) string {
+	dc := v["duckdb-cpu-median-ns"]
+	if dc == 0 {
+		return ""
+	}
+	c := v["ours-cpu-median-ns"] / dc
+	if c <= 1.05 {
+		return fmt.Sprintf("on CPU time %.2fx, within the goal: the wall gap is likely the shared machine's load", c)
+	}
+	return fmt.Sprintf("on CPU time %.2fx", c)
 }

@@ -96,6 +96,12 @@ func (e *Engine) setup(ctx context.Context, l *lake.Lake) error {
 		"SET TimeZone='UTC'",
 		"SET temp_directory=" + quoteString(e.tmp),
 		"SET allowed_directories=[]",
+		// Every query binds its views twice, once when vet prepares it to
+		// confirm a SELECT and once when it runs, and each bind of
+		// read_parquet reads every file's footer. The lake's data files
+		// never change under a name (content-addressed), so the footers
+		// read once serve both binds and every later query.
+		"SET parquet_metadata_cache=true",
 	}
 	if len(files) > 0 {
 		sort.Strings(files)

@@ -8,25 +8,40 @@ cd "$(dirname "$0")/.."
 out=${BENCH_OUT:-bench/out}
 results=${BENCH_RESULTS:-bench/results.md}
 mkdir -p "$out"
-# BENCH_QUICK=1: every measurement once (CI smoke); the default repeats the
-# paired ones (scripts/bench-startup.sh) 5 times, interleaved.
+# BENCH_QUICK=1: every measurement once (CI smoke); the default repeats
+# each Go benchmark 5 times (-count; the report shows median and min) and
+# runs the paired ones 5 times interleaved with their baseline: inside the
+# benchmark (CommitVsDuckDBCopy, AnalystQueries: CUALAKE_BENCH_REPS), or
+# here (PolicyForwardBackward against PyTorch, scripts/bench-startup.sh).
 reps=5; causalReps=7
 [ "${BENCH_QUICK:-0}" = 1 ] && reps=1 && causalReps=1
+export CUALAKE_BENCH_REPS=$reps
+paired='CommitVsDuckDBCopy|AnalystQueries'
 scripts/bench-machine.sh > "$out/machine.txt"   # before anything of ours loads the machine
-echo "bench: Go benchmarks (this takes several minutes)"
+echo "bench: Go benchmarks, $reps runs each (this takes several minutes)"
 # -p 1: go test runs packages in parallel by default, and two packages'
 # benchmarks on 2 cores time each other.
-CUALAKE_ALG2_JSONL=$PWD/$out/alg2.jsonl go test -p 1 -run '^$' -bench . -benchtime 1x -benchmem -timeout 60m \
-  ./pipeline/... ./query/... ./trainer/ 2>&1 | tee "$out/go.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
+CUALAKE_ALG2_JSONL=$PWD/$out/alg2.jsonl go test -p 1 -run '^$' -bench . -skip "$paired" -benchtime 1x -count $reps -benchmem -timeout 90m \
+  ./pipeline/... ./query/... 2>&1 | tee "$out/go.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
+echo "bench: paired benchmarks ($reps runs interleaved inside each)"
+go test -p 1 -run '^$' -bench "$paired" -benchtime 1x -timeout 30m ./query/... 2>&1 | tee -a "$out/go.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
 echo "bench: causal policy forward+backward (7 repetitions, median)"
 go test -run '^$' -bench CausalForwardBackward -benchtime ${causalReps}x -timeout 30m ./trainer/causal/ 2>&1 | tee -a "$out/go.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
 echo "bench: Python Algorithm 2 baseline"
 python3 bench/segment_alg2.py "$out/alg2.jsonl" --mode window > "$out/alg2-window.json"
-echo "bench: PyTorch policy baseline (Debian's python3-torch)"
-threads=$(sed -n 's/^BenchmarkPolicyForwardBackward.* \([0-9]*\)[.0-9]* threads.*/\1/p' "$out/go.txt" | head -1)
+echo "bench: policy forward+backward against PyTorch (Debian's python3-torch), $reps runs interleaved"
 # Debian's interpreter: python3-torch is installed for it, not for others on PATH.
 py=python3; [ -x /usr/bin/python3 ] && py=/usr/bin/python3
-"$py" trainer/bench/policy_torch.py --threads "${threads:-1}" > "$out/torch.json" || echo '{}' > "$out/torch.json"
+abs=$PWD/$out
+go test -c -o "$abs/trainer.test" ./trainer/
+rm -f "$out"/torch-[0-9]*.json
+for r in $(seq "$reps"); do
+  # a test binary runs in its package's folder, as go test runs it
+  (cd trainer && "$abs/trainer.test" -test.run '^$' -test.bench '^BenchmarkPolicyForwardBackward$' -test.benchtime 1x) 2>&1 \
+    | tee -a "$out/go.txt" | grep -E '^(Benchmark|FAIL|---)' || true
+  threads=$(sed -n 's/^BenchmarkPolicyForwardBackward.* \([0-9]*\)[.0-9]* threads.*/\1/p' "$out/go.txt" | head -1)
+  "$py" trainer/bench/policy_torch.py --threads "${threads:-1}" > "$out/torch-$r.json" || echo '{}' > "$out/torch-$r.json"
+done
 "$py" trainer/bench/causal_torch.py --threads 1 --reps $causalReps > "$out/causal-torch.json" || echo '{}' > "$out/causal-torch.json"
 # the same under jemalloc without purging (PyTorch's default CPU allocator
 # refaults every activation's pages; see trainer/internal/tx/alloc.go)
@@ -41,4 +56,6 @@ if [ "${CUALAKE_BENCH_SEGMENTS:-1}" = 1 ] && [ "${BENCH_QUICK:-0}" != 1 ]; then
 fi
 echo "bench: start-up of whole processes, against plain DuckDB ($reps runs interleaved)"
 scripts/bench-startup.sh "$out" "$reps"
+echo "bench: scaling tables (whole processes by size; inputs cached under $out/scaling/input)"
+scripts/bench-scaling.sh "$out"
 go run bench/report.go "$out" "$results"

@@ -3,7 +3,8 @@
 // with the same driver cualake links (duckdb-go), runs one SQL statement
 // over Parquet files named in it, and prints the rows tab-separated. It
 // has no lake, views or checks, so `cualake query` minus duckq is our
-// fixed cost per process.
+// fixed cost per process. An argument "@FILE" reads the statement from
+// FILE (a list of thousands of files is longer than one argument may be).
 //
 // Example:
 //
@@ -26,7 +27,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, `usage: duckq "SQL"`)
 		os.Exit(2)
 	}
-	if err := run(context.Background(), os.Args[1]); err != nil {
+	stmt := os.Args[1]
+	if name, ok := strings.CutPrefix(stmt, "@"); ok {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "duckq:", err)
+			os.Exit(1)
+		}
+		stmt = string(b)
+	}
+	if err := run(context.Background(), stmt); err != nil {
 		fmt.Fprintln(os.Stderr, "duckq:", err)
 		os.Exit(1)
 	}
