@@ -6,7 +6,9 @@
 #
 #   examples/ci/stages.sh LAKE [ITERATIONS] [LIMIT_TASKS]
 #
-# Binaries come from `make build` (./bin) or $CUALAKE_BIN.
+# Binaries come from `make build` (./bin) or $CUALAKE_BIN. It runs the
+# encoder-decoder baseline on tree-only rollouts, the fastest loop (the
+# default causal policy adds segment before SFT and renders screenshots).
 set -euo pipefail
 LAKE=${1:?usage: stages.sh LAKE [ITERATIONS] [LIMIT_TASKS]}
 ITERATIONS=${2:-2}
@@ -20,7 +22,7 @@ head() { "$BIN/cualake" lake log --json --limit 1 | sed -n 's/.*"id": "\([0-9a-f
 "$BIN/cualake" lake init
 "$BIN/cualake" simdesk pool
 "$BIN/rollout" --in "$(head)" --policy oracle --source warmstart --split train --n 1 --tree-only --seed 2 "${limit[@]}"
-"$BIN/train" --in "$(head)" --objective sft --steps "${SFT_STEPS:-200}" --lr 0.003 --seed 3
+"$BIN/train" --in "$(head)" --objective sft --policy encdec --steps "${SFT_STEPS:-200}" --lr 0.003 --seed 3
 "$BIN/rollout" --in "$(head)" --policy checkpoint --split train --n 2 --iteration 0 --tree-only --seed 4 --max-turns 20 "${limit[@]}"
 for it in $(seq 1 "$ITERATIONS"); do
   "$BIN/sample" --in "$(head)" --sampler frontier --batch "${BATCH:-4}" --p-min 0 --p-max 1 --seed $((200 + it))

@@ -232,25 +232,35 @@ func TestTrainDefaultsAreTheDemos(t *testing.T) {
 
 // TestSFTOnOracleRolloutsOfAnySource: oracle rollouts committed without
 // --source warmstart are demonstrations; evaluation episodes never are.
+// With the default (causal) policy, `train --objective sft` on rollouts
+// that have no segments yet names the command that makes them, and trains
+// once they exist.
 func TestSFTOnOracleRolloutsOfAnySource(t *testing.T) {
 	t.Setenv("CUALAKE_LAKE", filepath.Join(t.TempDir(), "lake"))
 	if out, err := run(t, "simdesk", "pool"); err != nil {
 		t.Fatal(err, out)
 	}
-	if out, err := run(t, "rollout", "--policy", "oracle", "--source", "eval", "--n", "1", "--limit-tasks", "3", "--tree-only"); err != nil {
+	if out, err := run(t, "rollout", "--policy", "oracle", "--source", "eval", "--n", "1", "--limit-tasks", "3"); err != nil {
 		t.Fatal(err, out)
 	}
 	if out, err := run(t, "train", "--objective", "sft", "--steps", "1"); err == nil || !strings.Contains(err.Error(), "no successful demonstrations") {
 		t.Fatalf("sft on evaluation episodes: %v %s", err, out)
 	}
-	if out, err := run(t, "rollout", "--policy", "oracle", "--n", "1", "--limit-tasks", "3", "--tree-only"); err != nil {
+	if out, err := run(t, "rollout", "--policy", "oracle", "--n", "1", "--limit-tasks", "3"); err != nil {
+		t.Fatal(err, out)
+	}
+	if out, err := run(t, "train", "--objective", "sft", "--steps", "1"); err == nil || !strings.Contains(err.Error(), "cualake segment --view pointer --image-tokens 8") {
+		t.Fatalf("sft before segment must name the segment command: %v %s", err, out)
+	}
+	if out, err := run(t, "segment", "--view", "pointer", "--image-tokens", "8", "--mode", "window", "--k", "5", "--delta", "5"); err != nil {
 		t.Fatal(err, out)
 	}
 	var res struct {
-		Items int `json:"items"`
+		Items  int    `json:"items"`
+		Policy string `json:"policy"`
 	}
 	runJSON(t, &res, "train", "--objective", "sft", "--steps", "2")
-	if res.Items == 0 {
-		t.Fatal("no items from the oracle's rollouts")
+	if res.Items == 0 || res.Policy != stage.PolicyCausal {
+		t.Fatalf("sft on the oracle's segments: %+v", res)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestSFTBeatsUntrainedPolicy warm-starts the policy on oracle
+// TestSFTBeatsUntrainedPolicy warm-starts the encoder-decoder policy on oracle
 // demonstrations of easy training tasks and measures, by rollout on those
 // tasks, that it succeeds clearly more often than an untrained policy.
 func TestSFTBeatsUntrainedPolicy(t *testing.T) {
@@ -30,7 +30,7 @@ func TestSFTBeatsUntrainedPolicy(t *testing.T) {
 	}
 	success := func(steps string) float64 {
 		t.Helper()
-		if out, err := run(t, "train", "--objective", "sft", "--steps", steps, "--lr", "0.003", "--seed", "1"); err != nil {
+		if out, err := run(t, "train", "--objective", "sft", "--policy", "encdec", "--steps", steps, "--lr", "0.003", "--seed", "1"); err != nil {
 			t.Fatalf("train: %v %s", err, out)
 		}
 		out, err := run(t, "rollout", "--policy", "checkpoint", "--greedy", "--source", "eval", "--tasks", ids, "--n", "1",

@@ -12,7 +12,7 @@ func TestTrainShowsOptimiserSteps(t *testing.T) {
 	if out, err := run(t, "rollout", "--policy", "oracle", "--source", "warmstart", "--n", "1", "--limit-tasks", "3", "--tree-only"); err != nil {
 		t.Fatalf("demos: %v\n%s", err, out)
 	}
-	out, err := run(t, "train", "--objective", "sft", "--steps", "5", "--lr", "0.003", "--seed", "1")
+	out, err := run(t, "train", "--objective", "sft", "--policy", "encdec", "--steps", "5", "--lr", "0.003", "--seed", "1")
 	if err != nil {
 		t.Fatalf("train: %v\n%s", err, out)
 	}
