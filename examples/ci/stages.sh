@@ -28,7 +28,7 @@ for it in $(seq 1 "$ITERATIONS"); do
   "$BIN/sample" --in "$(head)" --sampler frontier --batch "${BATCH:-4}" --p-min 0 --p-max 1 --seed $((200 + it))
   "$BIN/rollout" --in "$(head)" --policy checkpoint --n 4 --tree-only --seed $((300 + it)) --max-turns 20
   "$BIN/segment" --in "$(head)" --mode window --tokenizer checkpoint --image-tokens 4
-  "$BIN/train" --in "$(head)" --objective grpo --advantage stepo --steps 4 --seed $((400 + it))
+  "$BIN/train" --in "$(head)" --objective grpo --advantage stepo --steps 4 --lr 0.001 --seed $((400 + it))
 done
 "$BIN/audit" health --in "$(head)"
 "$BIN/cualake" lake verify
