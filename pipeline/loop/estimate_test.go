@@ -36,7 +36,6 @@ func TestTimeLeftWithin30Percent(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Default()
-	cfg.Sample.RecalibrateEvery = 0 // the recording predates the recalibration step
 	steps := Plan(cfg)
 	if len(steps) != len(rec.Steps) {
 		t.Fatalf("the plan has %d steps, the recording %d: record the demo again (cualake run --json, step_seconds)", len(steps), len(rec.Steps))

@@ -50,6 +50,10 @@ func Plan(c Config) []Step {
 	// first step (TestTimeLeftWithin30Percent).
 	pool := 250.0 // training tasks after synthesis, roughly
 	causal := c.Policy == "causal"
+	rate := encdecRates
+	if causal {
+		rate = causalRates
+	}
 	// Rollouts render screenshots unless rollout.tree_only (encoder-decoder
 	// only: it reads accessibility trees); the causal policy reads them and
 	// acts in a managed context (as segment rebuilds it: window, K, Delta).
@@ -89,14 +93,14 @@ func Plan(c Config) []Step {
 	if causal {
 		add("warm-segment", "warm start: segment the demonstrations ("+c.Segment.Mode+")", 2, -1, []string{"segment"}, segFlags()...)
 	}
-	add("warm-sft", "warm start: supervised fine-tuning", 0.74*float64(c.Warmstart.Steps), -1, []string{"train"}, sftFlags...)
+	add("warm-sft", "warm start: supervised fine-tuning", rate.sftStep*float64(c.Warmstart.Steps), -1, []string{"train"}, sftFlags...)
 	evalStep := func(it int) Step {
-		return mk(fmt.Sprintf("it%02d-eval", it), fmt.Sprintf("evaluate on held-out tasks (after iteration %d)", it), 14*float64(c.Eval.N), it, []string{"rollout"},
+		return mk(fmt.Sprintf("it%02d-eval", it), fmt.Sprintf("evaluate on held-out tasks (after iteration %d)", it), rate.eval*float64(c.Eval.N), it, []string{"rollout"},
 			append([]string{"--policy", "checkpoint", "--source", "eval", "--greedy", "--split", c.Eval.Split, "--n", itoa(c.Eval.N), "--iteration", itoa(it),
 				"--max-turns", itoa(c.Rollout.MaxTurns), "--seed", seedOf(c, 100+it), "--workers", w}, view...)...)
 	}
 	s = append(s, evalStep(0))
-	add("initial-pass", "initial pass over the training pool", 0.2*pool*float64(c.InitialPass.N), 0, []string{"rollout"},
+	add("initial-pass", "initial pass over the training pool", rate.initial*pool*float64(c.InitialPass.N), 0, []string{"rollout"},
 		append([]string{"--policy", "checkpoint", "--split", "train", "--n", itoa(c.InitialPass.N), "--iteration", "0",
 			"--max-turns", itoa(c.Rollout.MaxTurns), "--seed", seedOf(c, 4), "--workers", w}, view...)...)
 	iters := make([]iterSteps, c.Iterations+1)
@@ -117,12 +121,12 @@ func Plan(c Config) []Step {
 			// Only the training rollouts take it: evaluation counts outcomes.
 			rollFlags = append(rollFlags, "--reward", c.Rollout.Reward)
 		}
-		is.rollout = mk(fmt.Sprintf("it%02d-rollout", it), title("rollout"), 0.16*float64(c.Sample.Batch*c.Rollout.N), it, []string{"rollout"},
+		is.rollout = mk(fmt.Sprintf("it%02d-rollout", it), title("rollout"), rate.rollout*float64(c.Sample.Batch*c.Rollout.N), it, []string{"rollout"},
 			append(rollFlags, view...)...)
 		if c.Sample.Sampler == "dapo" {
 			// DAPO dynamic sampling: refill until batch groups are informative.
 			for r := 1; r <= c.Sample.DAPORefills; r++ {
-				is.refills = append(is.refills, mk(fmt.Sprintf("it%02d-dapo-refill%d", it, r), title(fmt.Sprintf("dapo refill %d", r)), 0.16*float64(c.Sample.Batch*c.Rollout.N)/2, it, []string{"rollout"},
+				is.refills = append(is.refills, mk(fmt.Sprintf("it%02d-dapo-refill%d", it, r), title(fmt.Sprintf("dapo refill %d", r)), rate.rollout*float64(c.Sample.Batch*c.Rollout.N)/2, it, []string{"rollout"},
 					append([]string{"--policy", "checkpoint", "--dapo-refill", itoa(c.Sample.Batch), "--n", itoa(c.Rollout.N), "--max-turns", itoa(c.Rollout.MaxTurns),
 						"--seed", seedOf(c, 600+10*it+r), "--workers", w}, view...)...))
 			}
@@ -137,11 +141,11 @@ func Plan(c Config) []Step {
 		if c.Train.MiniGroups > 0 {
 			trainFlags = append(trainFlags, "--mini-groups", itoa(c.Train.MiniGroups))
 		}
-		is.train = mk(fmt.Sprintf("it%02d-train", it), title("train (GRPO, "+c.Train.Advantage+")"), 2.7*float64(c.Train.Steps), it, []string{"train"}, trainFlags...)
+		is.train = mk(fmt.Sprintf("it%02d-train", it), title("train (GRPO, "+c.Train.Advantage+")"), rate.trainStep*float64(c.Train.Steps), it, []string{"train"}, trainFlags...)
 		if r := c.Sample.RecalibrateEvery; r > 0 && it%r == 0 && it < c.Iterations {
 			// EvoCUA-1.5 4.1: calibration repeats as the policy changes; the
 			// next sample folds these rollouts in and lets tasks back in.
-			is.recal = append(is.recal, mk(fmt.Sprintf("it%02d-recalibrate", it), title("recalibrate the filtered-out tasks"), 0.2*float64(c.Sample.RecalibrateN)*10, it, []string{"rollout"},
+			is.recal = append(is.recal, mk(fmt.Sprintf("it%02d-recalibrate", it), title("recalibrate the filtered-out tasks"), rate.recal*pool*float64(c.Sample.RecalibrateN), it, []string{"rollout"},
 				append([]string{"--policy", "checkpoint", "--recalibrate", "--split", "train", "--n", itoa(c.Sample.RecalibrateN),
 					"--max-turns", itoa(c.Rollout.MaxTurns), "--seed", seedOf(c, 500+it), "--workers", w}, view...)...))
 		}
@@ -213,3 +217,19 @@ func asyncOrder(iters []iterSteps) []Step {
 	}
 	return s
 }
+
+// stepRates are seconds per unit of work of each step kind on the 2-core
+// demo machine, per policy: an SFT or GRPO optimiser step, a held-out
+// evaluation (65 tasks), and an episode of the initial pass, of an
+// iteration's rollout and of recalibration (per pool task and rollout).
+type stepRates struct {
+	sftStep, eval, initial, rollout, trainStep, recal float64
+}
+
+var (
+	// the encoder-decoder demo of 2026-12-01 (its recalibration rate is
+	// the causal run's: no encoder-decoder recording has that step)
+	encdecRates = stepRates{sftStep: 0.74, eval: 14, initial: 0.2, rollout: 0.16, trainStep: 2.7, recal: 0.085}
+	// the causal demo of 2026-12-02 (testdata/demo-steps.json)
+	causalRates = stepRates{sftStep: 0.87, eval: 7, initial: 0.094, rollout: 0.06, trainStep: 2.0, recal: 0.085}
+)
