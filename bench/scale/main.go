@@ -98,15 +98,11 @@ func run(ctx context.Context, args []string) error {
 }
 
 // steps commits the rows of lake.SyntheticStepsForBench(n), generated
-// chunk by chunk.
+// row by row.
 func steps(ctx context.Context, tx *lake.Txn, n int) error {
 	w := lake.NewReplacer(ctx, tx, schemas.Steps, chunk)
-	kinds := []string{"click", "type", "hotkey", "scroll", "done"}
 	for i := 0; i < n; i++ {
-		x, y := int32(i%1000), int32((i*7)%1000)
-		if err := w.Add(schemas.Step{TrajectoryID: fmt.Sprintf("traj-%08d", i/30), Step: int32(i % 30), ActionKind: kinds[i%len(kinds)],
-			X: &x, Y: &y, Text: "hello", Response: "I will click the button", Observation: fmt.Sprintf("%064x", i%5000),
-			PromptTokens: 1200, ResponseTokens: 24}); err != nil {
+		if err := w.Add(lake.SyntheticStepForBench(i)); err != nil {
 			return err
 		}
 	}
