@@ -23,7 +23,7 @@ func TestResolveSharesPrefixes(t *testing.T) {
 	write(t, dir, "base.yaml", base)
 	p, err := Load(write(t, dir, "e.yaml", `name: roles
 base: base.yaml
-set: {train.steps: 3}
+set: {train.steps: 3, policy: encdec}
 seeds: [1, 2]
 variants:
   - {name: step, set: {segment.mode: step, segment.k: 3}}
@@ -37,8 +37,9 @@ variants:
 	if len(p.Arms) != 8 {
 		t.Fatalf("%d arms, want 4 variants x 2 seeds", len(p.Arms))
 	}
-	// step, window and verifier change only the iterations: one prefix per
-	// seed; removing a VeriGen role changes synthesis: its own prefix.
+	// With the encoder-decoder, step, window and verifier change only the
+	// iterations: one prefix per seed; removing a VeriGen role changes
+	// synthesis: its own prefix.
 	if len(p.Prefixes) != 4 {
 		t.Fatalf("%d prefixes, want 2 groups x 2 seeds", len(p.Prefixes))
 	}
@@ -72,6 +73,21 @@ variants:
 	}
 	if first := suffixSteps(win.Config)[0].Key; first != "it01-sample" {
 		t.Fatalf("iterations start at %s", first)
+	}
+	// The causal policy (the default) warm-starts on the segments and acts
+	// in their context, so the segment mode is part of its prefix.
+	c, err := Load(write(t, dir, "c.yaml", `name: modes
+base: base.yaml
+seeds: [1]
+variants:
+  - {name: step, set: {segment.mode: step}}
+  - {name: window}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Arms) != 2 || c.Arms[0].Config.Policy != "causal" || c.Arms[0].Prefix == c.Arms[1].Prefix || len(c.Prefixes) != 2 {
+		t.Fatalf("causal step and window must have their own prefixes: %d arms, %d prefixes", len(c.Arms), len(c.Prefixes))
 	}
 }
 
