@@ -153,7 +153,7 @@ func main() {
 	}
 	machineHeader(&b, filepath.Join(dir, "machine.txt"))
 	if len(names) > 0 {
-		b.WriteString("| benchmark | ours | baseline | ratio | goal |\n| --- | --- | --- | --- | --- |\n")
+		b.WriteString("| benchmark | ours | baseline | ratio | goal | met |\n| --- | --- | --- | --- | --- | --- |\n")
 	}
 	for _, n := range names {
 		h := headline[n]
@@ -165,7 +165,7 @@ func main() {
 			if d := v["duckdb-median-rows/s"]; d > 0 {
 				r := ours / d
 				base = fmt.Sprintf("%.0f rows/s median, %.0f min (DuckDB COPY); ours min %.0f; 5 runs interleaved", d, v["duckdb-min-rows/s"], v["ours-min-rows/s"])
-				ratio = fmt.Sprintf("%.2fx, goal %s", r, map[bool]string{true: "met", false: "not met"}[r >= 0.5])
+				ratio = fmt.Sprintf("%.2fx", r)
 			}
 		case "BenchmarkSegmentCore/window":
 			if p, ok := py["trajectories_per_cpu_s"].(float64); ok && p > 0 {
@@ -199,7 +199,8 @@ func main() {
 		if mb, ok := values[n]["peak-heap-MB"]; ok {
 			extra = fmt.Sprintf(", peak heap %.0f MB", mb)
 		}
-		fmt.Fprintf(&b, "| %s | %s %s%s | %s | %s | %s |\n", strings.TrimPrefix(n, "Benchmark"), fmtNum(ours), h.unit, extra, base, ratio, h.goal)
+		fmt.Fprintf(&b, "| %s | %s %s%s | %s | %s | %s | %s |\n", strings.TrimPrefix(n, "Benchmark"), fmtNum(ours), h.unit, extra, base, ratio, h.goal,
+			goalVerdict(n, values, py, causalJemalloc, causalTorch))
 	}
 	queriesSection(&b, values)
 	segmentsSection(&b, readJSON(filepath.Join(dir, "segments.json")))
@@ -209,6 +210,56 @@ func main() {
 		fail(err)
 	}
 	fmt.Print(b.String())
+}
+
+// goalVerdict is the main table's "met" cell: the goal checked against
+// the medians of this run, with the measured figure, or a pointer to the
+// section that checks it; "" where a row has no goal (a figure reported
+// for reference). Where a goal is not met, why is the sentence
+// bench/results.md gives for it (what limits it, what would meet it).
+func goalVerdict(name string, values map[string]map[string]float64, py, causalJemalloc, causalTorch map[string]any) string {
+	v := values[name]
+	switch name {
+	case "BenchmarkCommitAfterHistory/snapshots=1000":
+		lo := values["BenchmarkCommitAfterHistory/snapshots=10"]["ns/op"]
+		if lo > 0 {
+			r := v["ns/op"] / lo
+			return verdict(r <= 1.5, fmt.Sprintf("%.2fx the time at 10 snapshots", r), "a commit reads more of the history than its parent")
+		}
+	case "BenchmarkFrontierSelect1M", "BenchmarkDTACSelect1M":
+		ms := v["ns/op"] / 1e6
+		return verdict(ms < 100, fmt.Sprintf("%.1f ms", ms), "")
+	case "BenchmarkSegmentCore/window":
+		if p, ok := py["trajectories_per_cpu_s"].(float64); ok && p > 0 {
+			r := v["traj/cpu-s"] / p
+			return verdict(r >= 20, fmt.Sprintf("%.1fx", r), "")
+		}
+	case "BenchmarkSegmentRun/window", "BenchmarkImportOSWorldResults/episodes=1000":
+		return "one size here: see the Scaling section's verdict"
+	case "BenchmarkStepScreenshot":
+		r := v["steps/s"]
+		return verdict(r >= 200, fmt.Sprintf("%.0f steps/s", r), "the software rasteriser draws and PNG-encodes every 1280x800 frame on one core "+
+			"(pipeline/simdesk; the encoder already deflates at zlib.BestSpeed); rendering only the damaged rectangles would meet it")
+	case "BenchmarkStepTreeOnly":
+		if s := values["BenchmarkStepScreenshot"]["steps/s"]; s > 0 {
+			r := v["steps/s"] / s
+			return verdict(r >= 10, fmt.Sprintf("%.0fx the screenshot steps", r), "")
+		}
+	case "BenchmarkCausalForwardBackward":
+		// Only the jemalloc baseline is a fair one: PyTorch's default CPU
+		// allocator refaults every activation's pages and runs ~20x slower.
+		if j, _ := causalJemalloc["tokens_per_cpu_s"].(float64); j > 0 {
+			r := v["tokens/cpu-s"] / j
+			return verdict(r >= 1.0, fmt.Sprintf("%.2fx", r), "")
+		}
+		return "not judged: PyTorch under jemalloc was not measured (libjemalloc2 missing), and its default allocator is no fair baseline"
+	case "BenchmarkCommitVsDuckDBCopy":
+		if d := v["duckdb-median-rows/s"]; d > 0 {
+			r := v["ours-median-rows/s"] / d
+			return verdict(r >= 0.5, fmt.Sprintf("%.2fx", r), "")
+		}
+	}
+	return ""
 }
 
 // segmentsSection reports scripts/bench-segments.sh: training time of the
@@ -229,7 +280,23 @@ func segmentsSection(b *strings.Builder, seg map[string]any) {
 	fmt.Fprintf(b, "One iteration's committed rollouts of the causal policy (%v trajectories, %v turns), GRPO over the same groups "+
 		"in the same optimiser steps (`scripts/bench-segments.sh`); only trajectories with a non-zero advantage train.\n\n",
 		roll["trajectories"], roll["steps"])
-	b.WriteString("| segments | items | tokens | trained tokens | optimiser steps | train seconds |\n| --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("Train seconds are the median of the runs (step and window are repeated, interleaved: step, window, step, ...), " +
+		"min in brackets; the token counts are exact and the same on every machine.\n\n")
+	b.WriteString("| segments | items | tokens | trained tokens | optimiser steps | train seconds | runs |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	secs := func(name string) []float64 {
+		r, _ := runs[name].(map[string]any)
+		var out []float64
+		xs, _ := r["train_seconds_runs"].([]any)
+		for _, x := range xs {
+			if f, ok := x.(float64); ok {
+				out = append(out, f)
+			}
+		}
+		if len(out) == 0 {
+			out = []float64{get(name, "train_seconds")}
+		}
+		return out
+	}
 	order := []string{"trajectory", "step", "window", "window-k1", "window-k3", "window-k8", "window-k15"}
 	for _, n := range order {
 		if _, ok := runs[n]; !ok {
@@ -242,12 +309,18 @@ func segmentsSection(b *strings.Builder, seg map[string]any) {
 			k := strings.TrimPrefix(n, "window-k")
 			label = "window (K = Delta = " + k + ")"
 		}
-		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.0f | %.0f | %.1f |\n", label, get(n, "items"), get(n, "tokens"), get(n, "trainable_tokens"),
-			get(n, "steps"), get(n, "train_seconds"))
+		ts := secs(n)
+		t := fmt.Sprintf("%.1f", median(ts))
+		if len(ts) > 1 {
+			t = fmt.Sprintf("%.1f (%.1f)", median(ts), minOf(ts))
+		}
+		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.0f | %.0f | %s | %d |\n", label, get(n, "items"), get(n, "tokens"), get(n, "trainable_tokens"),
+			get(n, "steps"), t, len(ts))
 	}
-	if w := get("window", "train_seconds"); w > 0 {
-		fmt.Fprintf(b, "\nstep / window training time: **%.2fx** (ScaleCUA Fig. 6(b): 2.83x end to end, actor phase 485 s -> 154 s; goal >= 2.5x)\n",
-			get("step", "train_seconds")/w)
+	if w := median(secs("window")); w > 0 {
+		r := median(secs("step")) / w
+		fmt.Fprintf(b, "\nstep / window training time: **%.2fx** (ScaleCUA Fig. 6(b): 2.83x end to end, actor phase 485 s -> 154 s; goal >= 2.5x: %s); "+
+			"step / window tokens: %.2fx.\n", r, verdict(r >= 2.5, fmt.Sprintf("%.2fx", r), ""), get("step", "tokens")/get("window", "tokens"))
 	}
 }
 
@@ -264,8 +337,13 @@ func machineHeader(b *strings.Builder, path string) {
 			parts = append(parts, fmt.Sprintf("%s: %s", k, v))
 		}
 	}
-	fmt.Fprintf(b, "Machine: %s. It is shared with other agents' builds and tests, so wall times include waiting for a core; "+
-		"CPU times (user+sys) do not.\n\n", strings.Join(parts, "; "))
+	fmt.Fprintf(b, "Machine: %s.", strings.Join(parts, "; "))
+	// note.txt (BENCH_NOTE in scripts/bench.sh) says what else ran on the
+	// machine during this run.
+	if note, err := os.ReadFile(filepath.Join(filepath.Dir(path), "note.txt")); err == nil && len(strings.TrimSpace(string(note))) > 0 {
+		fmt.Fprintf(b, " %s", strings.TrimSpace(string(note)))
+	}
+	b.WriteString(" Wall times include any wait for a core; CPU times (user+sys) do not.\n\n")
 }
 
 // startupSection reports scripts/bench-startup.sh: whole processes, runs

@@ -9,8 +9,14 @@
 # bench/out/segments.json: per run the segment summary and the train stage's
 # items, tokens, trained tokens and optimiser wall time (train_seconds).
 #
-#   scripts/bench-segments.sh            # builds bench/out/seg-lake once (SFT + rollouts, ~30 min on 2 cores)
+# The step and window runs (the Fig. 6(b) ratio) are then repeated,
+# interleaved (step, window, step, window, ...), CUALAKE_SEG_BENCH_REPS
+# times in all (5; 1 under BENCH_QUICK=1); segments.json gives each run's
+# seconds and the report their median and min.
+#
+#   scripts/bench-segments.sh            # builds bench/out/seg-lake once (SFT + rollouts, ~10 min on 2 cores), then ~20 min
 #   CUALAKE_SEG_BENCH_STEPS=4 scripts/bench-segments.sh
+#   CUALAKE_SEG_BENCH_RESUME=1 scripts/bench-segments.sh   # keep the runs already written under bench/out
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=bench/out
@@ -18,6 +24,9 @@ mkdir -p "$out"
 C=${CUALAKE_BIN:-bin/cualake}
 base=$out/seg-lake
 steps=${CUALAKE_SEG_BENCH_STEPS:-8}
+reps=${CUALAKE_SEG_BENCH_REPS:-5}
+[ "${BENCH_QUICK:-0}" = 1 ] && reps=1
+resume=${CUALAKE_SEG_BENCH_RESUME:-0}
 if [ ! -f "$base.ready" ]; then
   rm -rf "$base"
   echo "bench-segments: building $base (warm start and one iteration of rollouts)"
@@ -30,23 +39,34 @@ if [ ! -f "$base.ready" ]; then
   touch "$base.ready"
 fi
 runs=()
-one() { # name, segment flags...
-  local name=$1
-  shift
+one() { # name, repetition (1: the first), segment flags...
+  local name=$1 rep=$2
+  shift 2
+  local suffix=""
+  [ "$rep" = 1 ] || suffix="-r$rep"
+  [ "$rep" = 1 ] && runs+=("$name")
+  if [ "$resume" = 1 ] && [ -s "$out/seg-$name-train$suffix.json" ]; then
+    echo "bench-segments: $name (run $rep) kept"
+    return
+  fi
   local lk=$out/seg-lake-$name
   rm -rf "$lk"
   cp -r "$base" "$lk"
-  echo "bench-segments: $name"
+  echo "bench-segments: $name (run $rep of ${reps})"
   $C segment --lake "$lk" --view pointer --image-tokens 8 "$@" --json > "$out/seg-$name-segment.json"
-  $C train --lake "$lk" --objective grpo --groups 4 --steps "$steps" --seed 1401 --json > "$out/seg-$name-train.json"
+  $C train --lake "$lk" --objective grpo --groups 4 --steps "$steps" --seed 1401 --json > "$out/seg-$name-train$suffix.json.tmp"
+  mv "$out/seg-$name-train$suffix.json.tmp" "$out/seg-$name-train$suffix.json"
   rm -rf "$lk"
-  runs+=("$name")
 }
-one trajectory --mode trajectory
-one step --mode step --window 5
-one window --mode window --k 5 --delta 5
+one trajectory 1 --mode trajectory
+one step 1 --mode step --window 5
+one window 1 --mode window --k 5 --delta 5
 for k in 1 3 8 15; do
-  one "window-k$k" --mode window --k "$k" --delta "$k"
+  one "window-k$k" 1 --mode window --k "$k" --delta "$k"
+done
+for r in $(seq 2 "$reps"); do
+  one step "$r" --mode step --window 5
+  one window "$r" --mode window --k 5 --delta 5
 done
 python3 - "$out" "${runs[@]}" <<'EOF'
 import json, os, sys
@@ -55,9 +75,20 @@ res = {"runs": {}}
 for r in runs:
     seg = json.load(open(os.path.join(out, f"seg-{r}-segment.json")))["summary"]
     tr = json.load(open(os.path.join(out, f"seg-{r}-train.json")))
+    # the repetitions, in the order they ran (every run trains the same items)
+    secs = [tr["train_seconds"]]
+    for rep in range(2, 1000):
+        p = os.path.join(out, f"seg-{r}-train-r{rep}.json")
+        if not os.path.exists(p):
+            break
+        t = json.load(open(p))
+        if (t["items"], t["tokens"], t["trainable_tokens"]) != (tr["items"], tr["tokens"], tr["trainable_tokens"]):
+            sys.exit(f"bench-segments: {p} trained other items than the first run")
+        secs.append(t["train_seconds"])
     res["runs"][r] = {"mode": seg["mode"], "k": seg["k"], "delta": seg["delta"], "segment_items": seg["items"],
                       "segment_tokens": seg["tokens"], "items": tr["items"], "tokens": tr["tokens"],
-                      "trainable_tokens": tr["trainable_tokens"], "steps": tr["steps"], "train_seconds": tr["train_seconds"]}
+                      "trainable_tokens": tr["trainable_tokens"], "steps": tr["steps"],
+                      "train_seconds": sorted(secs)[(len(secs) - 1) // 2], "train_seconds_runs": secs}
 roll = json.load(open(os.path.join(out, "seg-rollout.json")))["summary"]
 res["rollouts"] = {"trajectories": roll["trajectories"], "steps": roll["steps"], "success_rate": roll["success_rate"]}
 json.dump(res, open(os.path.join(out, "segments.json"), "w"), indent=1)

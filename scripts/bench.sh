@@ -18,6 +18,9 @@ reps=5; causalReps=7
 export CUALAKE_BENCH_REPS=$reps
 paired='CommitVsDuckDBCopy|AnalystQueries'
 scripts/bench-machine.sh > "$out/machine.txt"   # before anything of ours loads the machine
+# BENCH_NOTE: what else ran on the machine during this run, for the header
+# of bench/results.md (a shared machine's wall times need it said).
+if [ -n "${BENCH_NOTE:-}" ]; then printf '%s\n' "$BENCH_NOTE" > "$out/note.txt"; else rm -f "$out/note.txt"; fi
 echo "bench: Go benchmarks, $reps runs each (this takes several minutes)"
 # -p 1: go test runs packages in parallel by default, and two packages'
 # benchmarks on 2 cores time each other.

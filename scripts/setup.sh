@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for p in libtorch-dev chromium chromium-driver python3-torch python3-requests; do
+for p in libtorch-dev chromium chromium-driver python3-torch python3-requests libjemalloc2; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

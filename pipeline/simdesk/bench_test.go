@@ -4,7 +4,13 @@ import (
 	"testing"
 )
 
-// benchEpisodes plays random episodes over the pool and reports steps/s.
+// stepsPerOp is how many steps one benchmark op plays: make bench runs
+// every benchmark with -benchtime 1x, and one step (with the episode's
+// Reset) is too short to time.
+const stepsPerOp = 300
+
+// benchSteps plays random episodes over the pool, stepsPerOp steps per op,
+// and reports steps/s.
 func benchSteps(b *testing.B, treeOnly bool) {
 	pool := Pool()
 	sim, err := NewSim(Options{TreeOnly: treeOnly})
@@ -17,7 +23,7 @@ func benchSteps(b *testing.B, treeOnly bool) {
 	steps, k := 0, 0
 	var pol Policy
 	obs := Obs{Done: true}
-	for i := 0; i < b.N; i++ {
+	for i := 0; i < b.N*stepsPerOp; i++ {
 		if obs.Done || obs.Step >= 30 {
 			task := pool[(k*37)%len(pool)]
 			if obs, err = sim.Reset(task, int64(k)); err != nil {
