@@ -8,62 +8,23 @@ import (
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/cualake/cualake/trainer/internal/tx"
-	"github.com/cualake/cualake/trainer/policy"
 )
 
-// Learning-rate defaults, for Adam on the ~0.2-0.3M-parameter policy.
-const (
-	// DefaultSFTLR is the usual Adam rate for a small network trained from
-	// scratch on a supervised target.
-	DefaultSFTLR = 1e-3
-	// DefaultRLLR is lower: policy-gradient estimates from a few groups with
-	// binary rewards are noisy, and the clipped objective assumes each update
-	// keeps ratios near [0.8, 1.28] (a larger step clips more tokens and
-	// wastes their gradient). ScaleCUA's 3e-6 is for a 9B model; this small
-	// model tolerates far more. Not tuned beyond the tests (the bandit test
-	// uses 1e-3 to converge in 60 steps).
-	DefaultRLLR = 3e-4
-	// DefaultMaxGradNorm clips the global gradient L2 norm.
-	DefaultMaxGradNorm = 1.0
-)
+// DefaultMaxGradNorm clips the global gradient L2 norm.
+const DefaultMaxGradNorm = 1.0
 
 // Optimizer is Adam (beta 0.9/0.999, eps 1e-8, no weight decay; libtorch's
-// implementation) over one policy's weights. Its moment estimates live in
+// implementation) over one model's weights. Its moment estimates live in
 // libtorch and are not part of the checkpoint.
 type Optimizer struct {
-	model  *policy.Policy
 	opt    *ts.COptimizer
 	params []*ts.Tensor
 	lr     float64
 	steps  int
 }
 
-// NewOptimizer creates Adam with learning rate lr over model's weights.
-func NewOptimizer(model *policy.Policy, lr float64) (o *Optimizer, err error) {
-	if model == nil {
-		return nil, errors.New("new optimizer: nil model")
-	}
-	if !(lr > 0) || math.IsInf(lr, 0) {
-		return nil, fmt.Errorf("new optimizer: learning rate %v must be positive", lr)
-	}
-	defer tx.Lock()()
-	defer tx.Recover(&err, "new optimizer")
-	opt, err := ts.Adam(lr, 0.9, 0.999, 0)
-	if err != nil {
-		return nil, fmt.Errorf("new optimizer: %w", err)
-	}
-	params := model.Parameters()
-	for i, p := range params {
-		// one group, fixed order: libtorch's update order is the order added
-		if err := opt.AddParameter(p, 0); err != nil {
-			return nil, fmt.Errorf("new optimizer: add parameter %d: %w", i, err)
-		}
-	}
-	return &Optimizer{model: model, opt: opt, params: params, lr: lr}, nil
-}
-
 // NewOptimizerOver creates Adam with learning rate lr over the given
-// weights, in their order (for models other than package policy's).
+// weights, in their order (a model's Parameters).
 func NewOptimizerOver(params []*ts.Tensor, lr float64) (o *Optimizer, err error) {
 	if len(params) == 0 {
 		return nil, errors.New("new optimizer: no weights")
@@ -147,34 +108,6 @@ func (o *Optimizer) Close() {
 		o.opt.Drop()
 		o.opt = nil
 	}
-}
-
-// update runs backward from loss, clips the global gradient norm to maxNorm
-// (0 disables clipping) and applies one Adam step. It returns the gradient
-// norm before clipping. The caller holds the OS thread.
-func (o *Optimizer) update(s *tx.Scope, loss *ts.Tensor, maxNorm float64) (float64, error) {
-	if o.opt == nil {
-		return 0, errors.New("optimizer is closed")
-	}
-	if err := o.opt.ZeroGrad(); err != nil {
-		return 0, fmt.Errorf("zero grad: %w", err)
-	}
-	s.Backward(loss)
-	if err := s.Err(); err != nil {
-		return 0, err
-	}
-	norm, err := o.clip(maxNorm)
-	if err != nil {
-		return 0, err
-	}
-	if math.IsNaN(norm) || math.IsInf(norm, 0) {
-		return norm, fmt.Errorf("non-finite gradient norm %v; update skipped", norm)
-	}
-	if err := o.opt.Step(); err != nil {
-		return 0, fmt.Errorf("adam step: %w", err)
-	}
-	o.steps++
-	return norm, nil
 }
 
 // clip scales all gradients by min(1, maxNorm/(norm+1e-6)), summing the

@@ -74,7 +74,6 @@ func TestTorchCommandsHandedOff(t *testing.T) {
 	}{
 		{bin, []string{"train", "--objective", "sft"}, "torch: train --objective sft\n"},
 		{bin, []string{"rollout", "--policy", "checkpoint:3", "--n", "1"}, "torch: rollout --policy checkpoint:3 --n 1\n"},
-		{bin, []string{"segment", "--tokenizer", "checkpoint"}, "torch: segment --tokenizer checkpoint\n"},
 		{bin, []string{"run", "--config", "x.json"}, "torch: run --config x.json\n"},
 		{bin, []string{"experiment", "run", "x.yaml"}, "torch: experiment run x.yaml\n"},
 		{stage, []string{"--objective", "grpo"}, "torch: --objective grpo\n"},
@@ -91,8 +90,14 @@ func TestTorchCommandsHandedOff(t *testing.T) {
 			t.Errorf("cualake %v: stdout %q, stderr %q, exit %d; want it run by the torch-free binary", args, out, errOut, code)
 		}
 	}
+	// segment --tokenizer checkpoint named the removed encoder-decoder's
+	// vocabulary: the torch-free binary refuses it itself, saying so.
+	out, errOut, code := run(fake, bin, "segment", "--tokenizer", "checkpoint")
+	if strings.Contains(out, "torch:") || code == 0 || !strings.Contains(errOut, "7878f89") {
+		t.Errorf("segment --tokenizer checkpoint: stdout %q, stderr %q, exit %d; want the torch-free binary to refuse it naming commit 7878f89", out, errOut, code)
+	}
 	missing := filepath.Join(dir, "nowhere", "cualake-torch")
-	_, errOut, code := run(missing, bin, "train")
+	_, errOut, code = run(missing, bin, "train")
 	if code != 1 || !strings.Contains(errOut, missing) || !strings.Contains(errOut, "make build") {
 		t.Errorf("train without the torch binary: exit %d, stderr %q; want exit 1 naming %s and `make build`", code, errOut, missing)
 	}

@@ -23,10 +23,10 @@ func TestResolveSharesPrefixes(t *testing.T) {
 	write(t, dir, "base.yaml", base)
 	p, err := Load(write(t, dir, "e.yaml", `name: roles
 base: base.yaml
-set: {train.steps: 3, policy: encdec}
+set: {train.steps: 3}
 seeds: [1, 2]
 variants:
-  - {name: step, set: {segment.mode: step, segment.k: 3}}
+  - {name: step, set: {train.advantage: stepo, train.lr: 0.0003}}
   - {name: window}
   - {name: no-judger, set: {synthesize.without: [judger]}}
   - {name: verifier, set: {rollout.reward: verifier, sample.sampler: dtac}}
@@ -37,9 +37,9 @@ variants:
 	if len(p.Arms) != 8 {
 		t.Fatalf("%d arms, want 4 variants x 2 seeds", len(p.Arms))
 	}
-	// With the encoder-decoder, step, window and verifier change only the
-	// iterations: one prefix per seed; removing a VeriGen role changes
-	// synthesis: its own prefix.
+	// step (STEPO advantages at another rate), window (the base) and
+	// verifier change only the iterations: one prefix per seed; removing a
+	// VeriGen role changes synthesis: its own prefix.
 	if len(p.Prefixes) != 4 {
 		t.Fatalf("%d prefixes, want 2 groups x 2 seeds", len(p.Prefixes))
 	}
@@ -60,9 +60,9 @@ variants:
 	if by["exp/roles/window/s2"].Prefix == win.Prefix {
 		t.Fatal("two seeds share a prefix")
 	}
-	if step.Config.Segment.Mode != "step" || step.Config.Segment.K != 3 || win.Config.Segment.Mode != "window" ||
+	if step.Config.Train.Advantage != "stepo" || step.Config.Train.LR != 0.0003 || win.Config.Segment.Mode != "window" ||
 		ver.Config.Rollout.Reward != "verifier" || ver.Config.Sample.Sampler != "dtac" || strings.Join(nj.Config.Synthesize.Without, ",") != "judger" {
-		t.Fatalf("overrides not applied: %+v / %+v", step.Config.Segment, nj.Config.Synthesize)
+		t.Fatalf("overrides not applied: %+v / %+v", step.Config.Train, nj.Config.Synthesize)
 	}
 	if !strings.HasPrefix(win.Prefix.Branch, "exp/roles/_prefix/p") || !strings.HasSuffix(win.Prefix.Branch, "/s1") ||
 		strings.TrimSuffix(win.Prefix.Branch, "/s1") != strings.TrimSuffix(by["exp/roles/window/s2"].Prefix.Branch, "/s2") {
@@ -102,6 +102,7 @@ func TestResolveRefusesBadInput(t *testing.T) {
 		{"leaf as section", "name: e\nseeds: [1]\nvariants: [{name: a, set: {seed.x: 1}}]\n", `seed.x: unknown config key (seed is not a section)`},
 		{"unknown key in set", "name: e\nseeds: [1]\nset: {iteratons: 1}\nvariants: [{name: a}]\n", `set: iteratons: unknown config key`},
 		{"bad value", "name: e\nseeds: [1]\nvariants: [{name: a, set: {sample.sampler: lucky}}]\n", `variant a: overrides sample.sampler: sample.sampler is "lucky"`},
+		{"removed policy", "name: e\nseeds: [1]\nvariants: [{name: a, set: {policy: encdec}}]\n", `variant a: overrides policy: policy: encdec: the encoder-decoder policy was removed (last present in commit 7878f89)`},
 		{"wrong type", "name: e\nseeds: [1]\nvariants: [{name: a, set: {segment.k: many}}]\n", `variant a: overrides segment.k`},
 		{"unsafe variant", "name: e\nseeds: [1]\nvariants: [{name: a/b}]\n", `variant "a/b": not a safe branch name`},
 		{"unsafe variant 2", "name: e\nseeds: [1]\nvariants: [{name: ../x}]\n", `variant "../x": not a safe branch name`},

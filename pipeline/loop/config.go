@@ -13,6 +13,9 @@ import (
 	"github.com/goccy/go-yaml"
 )
 
+// ErrEncDecRemoved is Validate's error for policy: encdec.
+var ErrEncDecRemoved = errors.New("policy: encdec: the encoder-decoder policy was removed (last present in commit 7878f89) so that one item format, the segments row, feeds SFT and RL; the causal policy is the one: set policy: causal or delete the line")
+
 // Config names every stage's parameters. Defaults follow the papers where
 // they apply and are scaled to finish on a 2-core machine.
 type Config struct {
@@ -23,13 +26,12 @@ type Config struct {
 	// LimitTasks caps the tasks of every rollout step (0: the whole pool);
 	// small configs for tests and smoke runs.
 	LimitTasks int `yaml:"limit_tasks" json:"limit_tasks"`
-	// Policy is the model: causal (trainer/causal, the default: a
+	// Policy is the model, and the only one is causal (trainer/causal: a
 	// decoder-only transformer over the segment stage's token streams;
 	// rollouts render screenshots and record their prompt ids, and every
-	// stage after rollout reads the segments rows) or encdec (trainer/policy,
-	// the earlier baseline: featurized step items rebuilt from the steps
-	// table; it reads the accessibility tree, not the screenshots;
-	// examples/pipeline-encdec.yaml).
+	// stage after rollout reads the segments rows). The encoder-decoder
+	// ("encdec") was removed after commit 7878f89, so that one item format,
+	// the segments row, feeds SFT and RL; Validate refuses it by name.
 	Policy string `yaml:"policy" json:"policy"`
 	// Async overlaps iteration t's train with iteration t+1's rollout
 	// (EvoCUA-1.5 5.1; see asyncOrder). Left out of the JSON when false, so
@@ -83,10 +85,11 @@ type Config struct {
 	Rollout struct {
 		N        int `yaml:"n" json:"n"` // group size
 		MaxTurns int `yaml:"max_turns" json:"max_turns"`
-		// TreeOnly skips screenshots (the encoder-decoder reads the
-		// accessibility tree only, so it learns the same; about 50x faster
-		// steps, but segments, exports and viewer pages then have no
-		// pixels). Off by default: the demo lake shows what was on screen.
+		// TreeOnly would skip screenshots; it served the encoder-decoder
+		// (removed after 7878f89), which read the accessibility tree only.
+		// The causal policy reads pixels, so Validate refuses it; the field
+		// stays so an old config gets that error rather than a silent
+		// change. (rollout --tree-only itself remains, for oracle runs.)
 		TreeOnly bool `yaml:"tree_only" json:"tree_only"`
 		// Reward is the training rollouts' reward source: judge, verifier
 		// or both ("": the rollout stage's default, judge).
@@ -188,11 +191,13 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("sample.sampler is %q, want frontier, dtac, uniform, curriculum or dapo", c.Sample.Sampler))
 	}
 	switch c.Policy {
-	case "encdec", "causal":
+	case "causal":
+	case "encdec":
+		errs = append(errs, ErrEncDecRemoved)
 	default:
-		errs = append(errs, fmt.Errorf("policy is %q, want encdec or causal", c.Policy))
+		errs = append(errs, fmt.Errorf("policy is %q, want causal", c.Policy))
 	}
-	check(!(c.Policy == "causal" && c.Rollout.TreeOnly), "rollout.tree_only with policy causal: the causal policy reads screenshots")
+	check(!c.Rollout.TreeOnly, "rollout.tree_only: the causal policy reads screenshots, so its rollouts record them (tree-only rollouts served the encoder-decoder, removed after commit 7878f89); delete the setting")
 	switch c.Rollout.Reward {
 	case "", "judge", "verifier", "both":
 	default:

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -108,34 +109,47 @@ func TestCausalPlan(t *testing.T) {
 	}
 }
 
-// TestTreeOnlyIsOptIn: the default loop renders screenshots in every
-// rollout, so its segments, exports and viewer pages have pixels;
-// rollout.tree_only drops them for the encoder-decoder and is refused for
-// the causal policy, which reads them.
-func TestTreeOnlyIsOptIn(t *testing.T) {
-	count := func(c Config) (rollouts, treeOnly int) {
-		for _, s := range Plan(c) {
-			if s.Command[0] == "rollout" {
-				rollouts++
-				if strings.Contains(strings.Join(s.Flags, " "), "--tree-only") {
-					treeOnly++
-				}
-			}
-		}
-		return
-	}
+// TestTreeOnlyIsRefused: the loop renders screenshots in every rollout
+// (the causal policy reads them, and segments, exports and viewer pages
+// have pixels); rollout.tree_only, which served the removed
+// encoder-decoder, is a config error naming the key.
+func TestTreeOnlyIsRefused(t *testing.T) {
 	c := Default()
 	c.Iterations = 1
-	if r, n := count(c); r == 0 || n != 0 {
-		t.Fatalf("default plan: %d of %d rollouts are tree-only", n, r)
+	rollouts := 0
+	for _, s := range Plan(c) {
+		if s.Command[0] == "rollout" {
+			rollouts++
+			if strings.Contains(strings.Join(s.Flags, " "), "--tree-only") {
+				t.Fatalf("default plan: %s is tree-only", s.Key)
+			}
+		}
 	}
-	c.Policy, c.Rollout.TreeOnly = "encdec", true
-	if r, n := count(c); n != r {
-		t.Fatalf("encdec, tree_only: %d of %d rollouts are tree-only", n, r)
+	if rollouts == 0 {
+		t.Fatal("default plan has no rollouts")
 	}
-	c.Policy = "causal"
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "rollout.tree_only") {
-		t.Fatalf("causal + tree_only must be refused naming the key: %v", err)
+	c.Rollout.TreeOnly = true
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "rollout.tree_only") || !strings.Contains(err.Error(), "7878f89") {
+		t.Fatalf("tree_only must be refused naming the key and the removal: %v", err)
+	}
+}
+
+// TestEncDecRemoved: policy: encdec is refused with the removal message,
+// naming the commit it was last in and the causal policy.
+func TestEncDecRemoved(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+	c.Policy = "encdec"
+	err := c.Validate()
+	if !errors.Is(err, ErrEncDecRemoved) {
+		t.Fatalf("policy encdec: %v, want ErrEncDecRemoved", err)
+	}
+	for _, want := range []string{"encoder-decoder", "removed", "7878f89", "causal"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("policy encdec: %q lacks %q", err, want)
+		}
 	}
 }
 

@@ -49,27 +49,13 @@ func Plan(c Config) []Step {
 	// scaled by the config, so that the time-left estimate holds from the
 	// first step (TestTimeLeftWithin30Percent).
 	pool := 250.0 // training tasks after synthesis, roughly
-	causal := c.Policy == "causal"
-	rate := encdecRates
-	if causal {
-		rate = causalRates
-	}
-	// Rollouts render screenshots unless rollout.tree_only (encoder-decoder
-	// only: it reads accessibility trees); the causal policy reads them and
-	// acts in a managed context (as segment rebuilds it: window, K, Delta).
-	var view []string
-	if c.Rollout.TreeOnly {
-		view = []string{"--tree-only"}
-	}
-	if causal {
-		view = []string{"--context", c.Segment.Mode, "--k", itoa(c.Segment.K), "--delta", itoa(c.Segment.Delta)}
-	}
+	rate := causalRates
+	// Rollouts render screenshots (the causal policy reads them) and act in
+	// a managed context, as segment rebuilds it: window, K, Delta.
+	view := []string{"--context", c.Segment.Mode, "--k", itoa(c.Segment.K), "--delta", itoa(c.Segment.Delta)}
 	segFlags := func() []string {
-		f := []string{"--mode", c.Segment.Mode, "--k", itoa(c.Segment.K), "--delta", itoa(c.Segment.Delta)}
-		if causal {
-			return append(f, "--view", "pointer", "--image-tokens", itoa(CausalImageTokens), "--workers", w)
-		}
-		return append(f, "--tokenizer", "checkpoint", "--image-tokens", "4", "--workers", w)
+		return []string{"--mode", c.Segment.Mode, "--k", itoa(c.Segment.K), "--delta", itoa(c.Segment.Delta),
+			"--view", "pointer", "--image-tokens", itoa(CausalImageTokens), "--workers", w}
 	}
 	add("pool", "seed the task pool", 1, -1, []string{"simdesk", "pool"})
 	if c.Synthesize.Count > 0 {
@@ -81,18 +67,13 @@ func Plan(c Config) []Step {
 	}
 	demoFlags := []string{"--policy", "oracle", "--source", "warmstart", "--split", "train", "--n", itoa(c.Warmstart.Demos),
 		"--max-turns", itoa(c.Warmstart.MaxTurns), "--seed", seedOf(c, 2), "--workers", w}
-	if c.Rollout.TreeOnly {
-		demoFlags = append(demoFlags, "--tree-only")
-	}
 	add("warm-demos", "warm start: oracle demonstrations", 0.009*pool*float64(c.Warmstart.Demos), -1, []string{"rollout"}, demoFlags...)
 	sftFlags := []string{"--objective", "sft", "--steps", itoa(c.Warmstart.Steps), "--lr", ftoa(c.Warmstart.LR), "--seed", seedOf(c, 3)}
 	if c.Warmstart.Batch > 0 {
 		sftFlags = append(sftFlags, "--batch", itoa(c.Warmstart.Batch))
 	}
 	sftFlags = append(sftFlags, "--policy", c.Policy)
-	if causal {
-		add("warm-segment", "warm start: segment the demonstrations ("+c.Segment.Mode+")", 2, -1, []string{"segment"}, segFlags()...)
-	}
+	add("warm-segment", "warm start: segment the demonstrations ("+c.Segment.Mode+")", 2, -1, []string{"segment"}, segFlags()...)
 	add("warm-sft", "warm start: supervised fine-tuning", rate.sftStep*float64(c.Warmstart.Steps), -1, []string{"train"}, sftFlags...)
 	evalStep := func(it int) Step {
 		return mk(fmt.Sprintf("it%02d-eval", it), fmt.Sprintf("evaluate on held-out tasks (after iteration %d)", it), rate.eval*float64(c.Eval.N), it, []string{"rollout"},
@@ -227,9 +208,6 @@ type stepRates struct {
 }
 
 var (
-	// the encoder-decoder demo of 2026-12-01 (its recalibration rate is
-	// the causal run's: no encoder-decoder recording has that step)
-	encdecRates = stepRates{sftStep: 0.74, eval: 14, initial: 0.2, rollout: 0.16, trainStep: 2.7, recal: 0.085}
 	// the causal demo of 2026-12-02 (testdata/demo-steps.json)
 	causalRates = stepRates{sftStep: 0.87, eval: 7, initial: 0.094, rollout: 0.06, trainStep: 2.0, recal: 0.085}
 )

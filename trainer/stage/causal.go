@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,11 +26,47 @@ import (
 // CausalMime marks causal-policy checkpoint blobs.
 const CausalMime = "application/vnd.cualake.causal-policy"
 
-// Policies a fresh SFT can create.
+// The policy names train knows.
 const (
-	PolicyEncDec = "encdec" // trainer/policy: encoder and GRU pointer decoder over featurized contexts (steps)
-	PolicyCausal = "causal" // trainer/causal: decoder-only over the segments' token streams
+	PolicyCausal = "causal" // trainer/causal: decoder-only over the segments' token streams; the only policy
+	PolicyEncDec = "encdec" // the encoder-decoder, removed after commit 7878f89: refused with ErrEncDecRemoved
 )
+
+// ErrEncDecRemoved is the error for the encoder-decoder policy: asking for
+// it, or loading one of its checkpoints.
+var ErrEncDecRemoved = errors.New("the encoder-decoder policy (encdec) was removed (last present in commit 7878f89) so that one item format, " +
+	"the segments row, feeds SFT and RL; the causal policy is the one (--policy causal, the default)")
+
+// encDecMagic starts the removed encoder-decoder's checkpoints, so that an
+// old lake's checkpoint is named as such rather than as unreadable bytes.
+const encDecMagic = "cualake-policy\x00"
+
+// CheckPolicy accepts the policy names a fresh SFT can create: causal, or
+// "" for it; encdec is ErrEncDecRemoved.
+func CheckPolicy(name string) error {
+	switch name {
+	case PolicyCausal, "":
+		return nil
+	case PolicyEncDec:
+		return fmt.Errorf("--policy %s: %w", name, ErrEncDecRemoved)
+	}
+	return fmt.Errorf("--policy %q: want %s", name, PolicyCausal)
+}
+
+// CheckCheckpoint says whether a checkpoint row's blob is one the causal
+// policy loads: an encoder-decoder checkpoint (a lake trained before the
+// removal) is ErrEncDecRemoved naming the checkpoint, other bytes an error
+// naming it.
+func CheckCheckpoint(ck *schemas.Checkpoint, data []byte) error {
+	switch {
+	case causal.IsCheckpoint(data):
+		return nil
+	case bytes.HasPrefix(data, []byte(encDecMagic)):
+		return fmt.Errorf("checkpoint v%d (blob %s) is an encoder-decoder checkpoint, which this build cannot load: %w; train a causal one with `cualake train --objective sft`",
+			ck.Version, short(ck.Blob), ErrEncDecRemoved)
+	}
+	return fmt.Errorf("checkpoint v%d (blob %s) is not a causal-policy checkpoint (%d bytes)", ck.Version, short(ck.Blob), len(data))
+}
 
 // IsDemonstration says which trajectories supervised warm start imitates:
 // successful ones from the warm-start source or from the oracle policy,
@@ -417,16 +454,6 @@ func short(id string) string {
 	return id
 }
 
-// isCausal reports whether a checkpoint row's blob is a causal model; it
-// reads the blob (callers that load it anyway pass it instead).
-func isCausal(ctx context.Context, l *lake.Lake, m *lake.Manifest, ck *schemas.Checkpoint) (bool, error) {
-	b, err := lake.Blob(ctx, l, m, ck.Blob)
-	if err != nil {
-		return false, fmt.Errorf("checkpoint v%d: %w", ck.Version, err)
-	}
-	return causal.IsCheckpoint(b.Bytes), nil
-}
-
 // LoadCausal loads a checkpoint row's causal model.
 func LoadCausal(ctx context.Context, l *lake.Lake, m *lake.Manifest, ck *schemas.Checkpoint, device string) (*causal.Model, error) {
 	b, err := lake.Blob(ctx, l, m, ck.Blob)
@@ -437,6 +464,9 @@ func LoadCausal(ctx context.Context, l *lake.Lake, m *lake.Manifest, ck *schemas
 }
 
 func loadCausalBytes(data []byte, ck *schemas.Checkpoint, device string) (*causal.Model, error) {
+	if err := CheckCheckpoint(ck, data); err != nil {
+		return nil, err
+	}
 	dev, err := trainer.Device(device)
 	if err != nil {
 		return nil, err

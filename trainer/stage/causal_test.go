@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -143,5 +144,39 @@ func TestCosineLR(t *testing.T) {
 	}
 	if got := cosineLR(peak, 0, 1); got != peak {
 		t.Fatalf("a single step: %v, want the peak", got)
+	}
+}
+
+// TestEncDecRemoved: the encoder-decoder policy name is refused with the
+// removal message, and so is one of its old checkpoints, named by version
+// and blob; other bytes are refused naming the checkpoint too.
+func TestEncDecRemoved(t *testing.T) {
+	if err := CheckPolicy(PolicyCausal); err != nil {
+		t.Fatal(err)
+	}
+	err := CheckPolicy("encdec")
+	if !errors.Is(err, ErrEncDecRemoved) {
+		t.Fatalf("encdec: %v, want ErrEncDecRemoved", err)
+	}
+	for _, want := range []string{"encoder-decoder", "removed", "7878f89", "causal"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("encdec: %q lacks %q", err, want)
+		}
+	}
+	if err := CheckPolicy("lstm"); err == nil || errors.Is(err, ErrEncDecRemoved) || !strings.Contains(err.Error(), "lstm") {
+		t.Errorf("lstm: %v", err)
+	}
+	ck := &schemas.Checkpoint{Version: 3, Blob: "0123456789abcdef0123"}
+	old := append([]byte("cualake-policy\x00"), 1, 0, 0, 0, '{', '}')
+	err = CheckCheckpoint(ck, old)
+	if !errors.Is(err, ErrEncDecRemoved) || !strings.Contains(err.Error(), "checkpoint v3") || !strings.Contains(err.Error(), "0123456789ab") {
+		t.Fatalf("old encoder-decoder checkpoint: %v", err)
+	}
+	if _, err := loadCausalBytes(old, ck, "cpu"); !errors.Is(err, ErrEncDecRemoved) {
+		t.Fatalf("loading an old encoder-decoder checkpoint: %v", err)
+	}
+	err = CheckCheckpoint(ck, []byte("junk"))
+	if err == nil || errors.Is(err, ErrEncDecRemoved) || !strings.Contains(err.Error(), "checkpoint v3") {
+		t.Fatalf("junk checkpoint: %v", err)
 	}
 }

@@ -215,16 +215,6 @@ func TestTrainDefaultsAreTheDemos(t *testing.T) {
 	if grpo.Steps != demo.Train.Steps || grpo.LR != demo.Train.LR {
 		t.Fatalf("grpo defaults %+v, the demo trains with %+v", grpo, demo.Train)
 	}
-	encdec := stage.DefaultParams()
-	encdec.Policy = stage.PolicyEncDec
-	encdec = encdec.Resolve()
-	cfg, err := loop.Load("../../../examples/pipeline-encdec.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Policy != stage.PolicyEncDec || encdec.Steps != cfg.Warmstart.Steps || encdec.LR != cfg.Warmstart.LR || encdec.Batch != 32 {
-		t.Fatalf("encdec sft defaults %+v, examples/pipeline-encdec.yaml warm-starts %s with %+v", encdec, cfg.Policy, cfg.Warmstart)
-	}
 	if loop.CausalImageTokens != causalpkg.DefaultConfig(10).ImageTokens() {
 		t.Fatalf("the loop cuts segments with %d image tokens, the causal model reads %d", loop.CausalImageTokens, causalpkg.DefaultConfig(10).ImageTokens())
 	}

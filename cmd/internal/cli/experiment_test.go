@@ -15,18 +15,17 @@ import (
 )
 
 // tinyExperiment: the run test's small config (6 tasks, one iteration, a few
-// optimiser steps) with the encoder-decoder policy, for which the segment
-// mode is read after the prefix (the causal policy's warm start reads the
-// segments, so its variants would not share one): two variants that
-// differ after the prefix.
+// optimiser steps; the causal policy): two variants that differ after the
+// prefix, in the GRPO advantage (the segment mode would not do: the warm
+// start reads the segments, so it is part of the prefix).
 const tinyExperiment = `name: tiny
-doc: Step against window segments on a tiny config.
+doc: Group against STEPO advantages on a tiny config.
 base: base.yaml
-set: {synthesize.count: 4, policy: encdec}
+set: {synthesize.count: 4}
 seeds: [3]
 variants:
-  - {name: step, set: {segment.mode: step, train.advantage: grpo}}
-  - {name: window}
+  - {name: grpo, set: {train.advantage: grpo}}
+  - {name: stepo}
 `
 
 // TestExperimentRunsOnBranches: one prefix, a branch per variant forked
@@ -56,7 +55,7 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout.String()), &res); err != nil {
 		t.Fatalf("--json: %v\n%s", err, stdout.String())
 	}
-	if !strings.Contains(stderr.String(), "[exp/tiny/step/s3] ") || !strings.Contains(stderr.String(), "[exp/tiny/window/s3] ") {
+	if !strings.Contains(stderr.String(), "[exp/tiny/grpo/s3] ") || !strings.Contains(stderr.String(), "[exp/tiny/stepo/s3] ") {
 		t.Errorf("stage output not prefixed with its branch:\n%s", stderr.String())
 	}
 	p, err := experiment.Load(exp)
@@ -150,7 +149,7 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 	// onto the branch of the old one.
 	edited := filepath.Join(dir, "edited.yaml")
 	os.WriteFile(edited, []byte(strings.Replace(tinyExperiment, "train.advantage: grpo", "train.advantage: naive", 1)), 0o644)
-	if out, err := run(t, "experiment", "run", edited, "--lake", lk); err == nil || !strings.Contains(err.Error(), "branch exp/tiny/step/s3 already holds a run of another config") {
+	if out, err := run(t, "experiment", "run", edited, "--lake", lk); err == nil || !strings.Contains(err.Error(), "branch exp/tiny/grpo/s3 already holds a run of another config") {
 		t.Fatalf("edited experiment: %v\n%s", err, out)
 	}
 
@@ -169,7 +168,7 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	if strings.Index(page, ">step<") > strings.Index(page, ">window<") {
+	if strings.Index(page, ">grpo<") > strings.Index(page, ">stepo<") {
 		t.Error("variants not in the file's order")
 	}
 	pg := notebooktest.Load(t, html, "experiment-tiny.png")
@@ -182,7 +181,7 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 	}
 
 	out, err = run(t, "experiment", "list", "--lake", lk, "--json")
-	if err != nil || !strings.Contains(out, `"experiment": "tiny"`) || !strings.Contains(out, `"rows": 4`) || !strings.Contains(out, `"step",`) {
+	if err != nil || !strings.Contains(out, `"experiment": "tiny"`) || !strings.Contains(out, `"rows": 4`) || !strings.Contains(out, `"grpo",`) {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
 }

@@ -19,12 +19,12 @@ const asyncRun = `seed: 5
 iterations: 2
 workers: 2
 limit_tasks: 6
-policy: encdec
+policy: causal
 async: true
-warmstart: {demos: 1, steps: 4, lr: 0.001, max_turns: 30}
+warmstart: {demos: 1, steps: 4, lr: 0.001, max_turns: 30, batch: 2}
 initial_pass: {n: 2}
 sample: {sampler: dtac, batch: 3, p_min: 0, p_max: 1, recalibrate_every: 1, recalibrate_n: 2}
-rollout: {n: 2, max_turns: 4, tree_only: true}
+rollout: {n: 2, max_turns: 4}
 segment: {mode: window, k: 2, delta: 2}
 train: {advantage: grpo, steps: 2, lr: 0.0001, max_stale: 3}
 eval: {n: 1, split: heldout}

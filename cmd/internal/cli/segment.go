@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -73,6 +72,14 @@ Example:
 	})
 }
 
+// errCheckpointVocab answers a checkpoint named as the tokenizer (segment
+// --tokenizer checkpoint, or segments cut that way shown by view and ui):
+// that was the encoder-decoder's word vocabulary; the causal policy reads
+// the Qwen3 tokenizer's ids.
+var errCheckpointVocab = errors.New("a checkpoint's vocabulary was the encoder-decoder policy's tokenizer, and that policy was removed " +
+	"(last present in commit 7878f89) so that one item format, the segments row, feeds SFT and RL: segment with the default tokenizer " +
+	"(`cualake segment --view pointer --image-tokens 8`), the one the causal policy reads")
+
 func segmentAction(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageErr("segment takes no arguments, got %q", c.Args().First())
@@ -94,27 +101,22 @@ func segmentAction(c *cli.Context) error {
 	if err := prm.Validate(); err != nil {
 		return usageErr("%v", err)
 	}
+	path := c.String("tokenizer")
+	if isCheckpointRef(path) {
+		return usageErr("--tokenizer %s: %v", path, errCheckpointVocab)
+	}
 	l, m, err := snapshotAt(c, "in")
 	if err != nil {
 		return err
 	}
-	var tok tokenizer.Encoder
-	var info segment.TokenizerInfo
-	if path := c.String("tokenizer"); path == "checkpoint" || strings.HasPrefix(path, "checkpoint:") {
-		// The policy's own vocabulary, so its recorded token streams are cut
-		// with the tokenizer that produced them.
-		if tok, info, err = checkpointTokenizer(c, l, m, strings.TrimPrefix(strings.TrimPrefix(path, "checkpoint"), ":")); err != nil {
+	if path == "" {
+		if path, err = tokenizer.DefaultPath(); err != nil {
 			return err
 		}
-	} else {
-		if path == "" {
-			if path, err = tokenizer.DefaultPath(); err != nil {
-				return err
-			}
-		}
-		if tok, info, err = segment.LoadTokenizer(path); err != nil {
-			return err
-		}
+	}
+	tok, info, err := segment.LoadTokenizer(path)
+	if err != nil {
+		return err
 	}
 	quiet := c.Bool("json")
 	bar := progress.New(os.Stderr, "segment", int(m.Tables[schemas.Trajectories.Name].Rows), quiet)

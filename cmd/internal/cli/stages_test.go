@@ -29,7 +29,7 @@ func TestStagedShellPipeline(t *testing.T) {
 	lakeDir := filepath.Join(t.TempDir(), "lake")
 	cmd := exec.Command("bash", filepath.Join(root, "examples/ci/stages.sh"), lakeDir, "1", "4")
 	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "CUALAKE_BIN="+bin, "SFT_STEPS=3", "BATCH=2")
+	cmd.Env = append(os.Environ(), "CUALAKE_BIN="+bin, "SFT_STEPS=3", "SFT_BATCH=2", "BATCH=2")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("stages.sh: %v\n%s", err, out)
@@ -39,7 +39,7 @@ func TestStagedShellPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"audit,1", "pool,1", "rollout,3", "sample,1", "segment,1", "train,2"} {
+	for _, want := range []string{"audit,1", "pool,1", "rollout,3", "sample,1", "segment,2", "train,2"} {
 		if !strings.Contains(got, want+"\n") {
 			t.Fatalf("lineage lacks %q:\n%s\nscript output:\n%s", want, got, out)
 		}

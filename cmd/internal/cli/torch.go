@@ -34,11 +34,9 @@ var torchCommands = map[string]func(c *cli.Context) bool{
 	// worker); report and list only read tables.
 	"experiment": func(c *cli.Context) bool { return c.Command != nil && c.Command.Name == "run" },
 	"rollout":    func(c *cli.Context) bool { return isCheckpointRef(c.String("policy")) },
-	"segment":    func(c *cli.Context) bool { return isCheckpointRef(c.String("tokenizer")) },
-	// view and ui decode segments with the tokenizer they were cut with,
-	// a checkpoint's vocabulary among them, known only from the rows.
-	"view": always,
-	"ui":   always,
+	// segment, view and ui never load a model: the only tokenizer is
+	// tokenizer.json (a checkpoint's vocabulary was the encoder-decoder's,
+	// removed after 7878f89; they refuse it without libtorch).
 }
 
 func always(*cli.Context) bool { return true }

@@ -16,21 +16,21 @@ rollout; never --source eval); --objective grpo runs the clipped surrogate (eps_
 bounded KL 1e-4 to the warm-started policy) on its rollout groups (below), with group advantages (grpo),
 A_i/|T_i| per step (stepo, aggregated by EvoCUA-1.5's eq. 13) or naive reuse, in mini-batches of whole groups.
 
-Two policies. --policy causal (the default, trainer/causal) is a decoder-only model that trains on the segments
-rows as they are (any mode: trajectory, step, window), their token ids, loss mask, recorded log-probabilities and
-advantages, with the screenshots' pixels at the image tokens: run segment first
-(` + "`cualake segment --view pointer --image-tokens 8`" + `). --policy encdec (trainer/policy, the earlier baseline)
-rebuilds one item per step from steps and trees. --policy applies to a fresh sft; grpo continues the newest
-checkpoint's kind. Without --steps, --batch, --lr the demo's settings apply (causal sft: 400 x 8, cosine schedule
-peaking at 1e-2, with an auxiliary next-token loss on the context tokens at weight 0.3; encdec sft: 600 x 32 at 1e-2;
-grpo: 30 steps, batches of whole groups up to 32 items, 1e-4).
+The policy is causal (trainer/causal), a decoder-only model that trains on the segments rows as they are (any
+mode: trajectory, step, window), their token ids, loss mask, recorded log-probabilities and advantages, with the
+screenshots' pixels at the image tokens: run segment first (` + "`cualake segment --view pointer --image-tokens 8`" + `).
+SFT and GRPO read the same item format, the segments row. The encoder-decoder (--policy encdec), which rebuilt one
+item per step from steps and trees, was removed (last present in commit 7878f89): --policy encdec, and an
+encoder-decoder checkpoint, are errors. Without --steps, --batch, --lr the demo's settings apply (sft: 400 x 8,
+cosine schedule peaking at 1e-2, with an auxiliary next-token loss on the context tokens at weight 0.3; grpo: 30
+steps, batches of whole groups up to 32 items, 1e-4).
 
 Checkpoints are blobs with a checkpoints row; train_metrics gets one row per optimiser step; the commit's params
 name the segments snapshot the rows came from.
 
 Example:
    cualake segment --view pointer --image-tokens 8 && cualake train --objective sft
-   cualake train --objective sft --policy encdec --json
+   cualake train --objective sft --steps 100 --batch 4 --json
    cualake train --objective grpo --advantage stepo --steps 20 --json
    cualake train --objective grpo --max-stale 3 --mini-groups 4
 
@@ -41,7 +41,7 @@ train_groups gets one row per group considered (channel, policy lag, kept).`,
 		Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag,
 			&cli.StringFlag{Name: "in", Usage: "input snapshot (default main)"},
 			&cli.StringFlag{Name: "objective", Value: "sft", Usage: "sft or grpo"},
-			&cli.StringFlag{Name: "policy", Value: defaultPolicy, Usage: "sft: the model to create, encdec or causal"},
+			&cli.StringFlag{Name: "policy", Value: defaultPolicy, Usage: "sft: the model to create: causal, the only one (encdec was removed after 7878f89)"},
 			&cli.StringFlag{Name: "advantage", Value: "grpo", Usage: "grpo, stepo or naive"},
 			&cli.IntFlag{Name: "steps", Usage: "optimiser steps (default: the demo's)"},
 			&cli.IntFlag{Name: "batch", Usage: "items per mini-batch (default: the demo's)"},

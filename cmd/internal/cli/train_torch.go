@@ -1,6 +1,6 @@
 //go:build !notorch
 
-// The model-running half of the train, rollout and segment commands: the
+// The model-running half of the train and rollout commands: the
 // only file of the package that imports libtorch (gotch, trainer/...). The
 // torch-free build (-tags notorch, bin/cualake) has train_notorch.go
 // instead and hands these commands to bin/cualake-torch (torch.go).
@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sugarme/gotch"
@@ -20,12 +19,10 @@ import (
 	"github.com/cualake/cualake/pipeline/progress"
 	"github.com/cualake/cualake/pipeline/rollout"
 	"github.com/cualake/cualake/pipeline/segment"
-	"github.com/cualake/cualake/pipeline/tokenizer"
 	"github.com/cualake/cualake/schemas"
 	"github.com/cualake/cualake/trainer"
 	"github.com/cualake/cualake/trainer/agent"
 	"github.com/cualake/cualake/trainer/causal"
-	"github.com/cualake/cualake/trainer/policy"
 	"github.com/cualake/cualake/trainer/stage"
 )
 
@@ -56,24 +53,20 @@ func init() {
 		if err := trainer.SetThreads(stage.Threads); err != nil {
 			return nil, err
 		}
-		if causal.IsCheckpoint(b.Bytes) {
-			model, err := causal.Load(b.Bytes, gotch.CPU)
-			if err != nil {
-				return nil, fmt.Errorf("checkpoint v%d: %w", ck.Version, err)
-			}
-			tok, name, err := stage.DefaultTokenizer()
-			if err != nil {
-				return nil, err
-			}
-			prm := segment.DefaultParams()
-			prm.Mode, prm.K, prm.Delta, prm.Window = segment.Mode(c.String("context")), c.Int("k"), c.Int("delta"), c.Int("window")
-			return agent.NewCausal(model, ck.Version, tok, name, prm, policy.DefaultTemperature, c.Bool("greedy"))
+		if err := stage.CheckCheckpoint(ck, b.Bytes); err != nil {
+			return nil, fmt.Errorf("--policy checkpoint: %w", err)
 		}
-		p, err := policy.Load(b.Bytes, gotch.CPU)
+		model, err := causal.Load(b.Bytes, gotch.CPU)
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint v%d: %w", ck.Version, err)
 		}
-		return agent.NewCheckpoint(p, ck.Version, policy.DefaultSampleOptions(), c.Bool("greedy")), nil
+		tok, name, err := stage.DefaultTokenizer()
+		if err != nil {
+			return nil, err
+		}
+		prm := segment.DefaultParams()
+		prm.Mode, prm.K, prm.Delta, prm.Window = segment.Mode(c.String("context")), c.Int("k"), c.Int("delta"), c.Int("window")
+		return agent.NewCausal(model, ck.Version, tok, name, prm, trainer.DefaultTemperature, c.Bool("greedy"))
 	}
 }
 
@@ -101,10 +94,8 @@ func runTrain(c *cli.Context) error {
 	default:
 		return usageErr("--advantage: want grpo, stepo or naive")
 	}
-	switch p.Policy {
-	case stage.PolicyEncDec, stage.PolicyCausal:
-	default:
-		return usageErr("--policy: want %s or %s", stage.PolicyEncDec, stage.PolicyCausal)
+	if err := stage.CheckPolicy(p.Policy); err != nil {
+		return usageErr("%v", err)
 	}
 	p.Groups = c.Int("mini-groups")
 	if p.Groups < 0 {
@@ -184,55 +175,4 @@ func lagHistogram(groups []schemas.TrainGroup) map[string]int {
 		}
 	}
 	return h
-}
-
-// checkpointTokenizer loads the vocabulary of a checkpoint (newest, or the
-// given version) as the segment stage's tokenizer.
-func checkpointTokenizer(c *cli.Context, l *lake.Lake, m *lake.Manifest, version string) (tokenizer.Encoder, segment.TokenizerInfo, error) {
-	v := int32(-1)
-	if version != "" {
-		n, err := strconv.Atoi(version)
-		if err != nil {
-			return nil, segment.TokenizerInfo{}, usageErr("--tokenizer checkpoint:%s: the version must be a number", version)
-		}
-		v = int32(n)
-	}
-	ck, err := stage.LatestCheckpoint(c.Context, l, m, v)
-	if err != nil {
-		return nil, segment.TokenizerInfo{}, err
-	}
-	if ck == nil {
-		return nil, segment.TokenizerInfo{}, fmt.Errorf("--tokenizer checkpoint: the snapshot has no checkpoint")
-	}
-	b, err := lake.Blob(c.Context, l, m, ck.Blob)
-	if err != nil {
-		return nil, segment.TokenizerInfo{}, err
-	}
-	vocab, err := policy.VocabFromCheckpoint(b.Bytes)
-	if err != nil {
-		return nil, segment.TokenizerInfo{}, err
-	}
-	nl, ok := vocab.TokenID("nl")
-	if !ok {
-		return nil, segment.TokenizerInfo{}, fmt.Errorf("checkpoint v%d: its vocabulary has no newline token", ck.Version)
-	}
-	return lineVocab{vocab, nl}, segment.TokenizerInfo{File: fmt.Sprintf("checkpoint:v%d", ck.Version), SHA256: ck.Blob}, nil
-}
-
-// lineVocab gives the policy's word-level vocabulary a newline token, which
-// the chat template needs between a turn's header and its content.
-type lineVocab struct {
-	*policy.Vocab
-	nl int32
-}
-
-func (v lineVocab) Encode(s string) []int32 {
-	var out []int32
-	for i, line := range strings.Split(s, "\n") {
-		if i > 0 {
-			out = append(out, v.nl)
-		}
-		out = append(out, v.Vocab.Encode(line)...)
-	}
-	return out
 }

@@ -58,7 +58,7 @@ func uiAction(c *cli.Context) error {
 		return err
 	}
 	srv := ui.New(l, ui.Options{Token: token,
-		Tokenizers: func(m *lake.Manifest) view.Tokenizers { return segmentTokenizers(c, l, m) },
+		Tokenizers: func(*lake.Manifest) view.Tokenizers { return segmentTokenizers() },
 		Notebooks:  notebooks.Names, NotebookSource: notebooks.Source})
 	defer srv.Close()
 	ln, err := net.Listen("tcp", addr)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/tokenizer"
 	"github.com/cualake/cualake/query"
 	"github.com/cualake/cualake/query/view"
@@ -83,7 +82,7 @@ func viewAction(c *cli.Context, kind string) error {
 	if out == "" {
 		out = filepath.Join(viewDir, view.PageName(kind, id))
 	}
-	w, err := view.Write(c.Context, e, kind, id, out, view.WriteOptions{Tokenizers: segmentTokenizers(c, l, m), Lakes: lakeFolders(c)})
+	w, err := view.Write(c.Context, e, kind, id, out, view.WriteOptions{Tokenizers: segmentTokenizers(), Lakes: lakeFolders(c)})
 	if err != nil {
 		return err
 	}
@@ -97,10 +96,11 @@ func viewAction(c *cli.Context, kind string) error {
 }
 
 // segmentTokenizers decodes segments' token ids with the tokenizer they
-// were cut with: a checkpoint's vocabulary ("checkpoint:vN@sha256:…", read
-// from the snapshot) or the Qwen3 tokenizer.json of `make setup`, used only
-// when its hash is the one the segments name.
-func segmentTokenizers(c *cli.Context, l *lake.Lake, m *lake.Manifest) view.Tokenizers {
+// were cut with: the Qwen3 tokenizer.json of `make setup`, used only when
+// its hash is the one the segments name. Segments cut with a checkpoint's
+// vocabulary ("checkpoint:vN@sha256:…", the removed encoder-decoder's) get
+// errCheckpointVocab.
+func segmentTokenizers() view.Tokenizers {
 	var mu sync.Mutex
 	cache := map[string]view.Decoder{}
 	return func(name string) (view.Decoder, error) {
@@ -110,37 +110,23 @@ func segmentTokenizers(c *cli.Context, l *lake.Lake, m *lake.Manifest) view.Toke
 			return d, nil
 		}
 		file, sha, _ := strings.Cut(name, "@sha256:")
-		var d view.Decoder
-		if v, ok := strings.CutPrefix(file, "checkpoint:v"); ok {
-			tok, info, err := checkpointTokenizer(c, l, m, v)
-			if err != nil {
-				return nil, err
-			}
-			if sha != "" && !strings.HasPrefix(info.SHA256, sha) {
-				return nil, fmt.Errorf("checkpoint v%s in this snapshot is %s, the segments name %s", v, shortSnap(info.SHA256), sha)
-			}
-			dec, ok := tok.(view.Decoder)
-			if !ok {
-				return nil, fmt.Errorf("checkpoint v%s's vocabulary cannot decode", v)
-			}
-			d = dec
-		} else {
-			path, err := tokenizer.DefaultPath()
-			if err != nil {
-				return nil, err
-			}
-			got, err := fileSHA256(path)
-			if err != nil {
-				return nil, err
-			}
-			if sha == "" || !strings.HasPrefix(got, sha) {
-				return nil, fmt.Errorf("the segments were cut with %s, and the installed tokenizer %s has sha256 %s", name, path, got[:16])
-			}
-			tok, err := tokenizer.Default()
-			if err != nil {
-				return nil, err
-			}
-			d = tok
+		if strings.HasPrefix(file, "checkpoint:") {
+			return nil, fmt.Errorf("the segments were cut with %s: %w", file, errCheckpointVocab)
+		}
+		path, err := tokenizer.DefaultPath()
+		if err != nil {
+			return nil, err
+		}
+		got, err := fileSHA256(path)
+		if err != nil {
+			return nil, err
+		}
+		if sha == "" || !strings.HasPrefix(got, sha) {
+			return nil, fmt.Errorf("the segments were cut with %s, and the installed tokenizer %s has sha256 %s", name, path, got[:16])
+		}
+		d, err := tokenizer.Default()
+		if err != nil {
+			return nil, err
 		}
 		cache[name] = d
 		return d, nil
