@@ -39,7 +39,6 @@ var headline = map[string]metric{
 	"BenchmarkStepTreeOnly":                       {"steps/s", "far above screenshots"},
 	"BenchmarkOracleEpisode":                      {"episodes/s", ""},
 	"BenchmarkRandomEpisode":                      {"episodes/s", ""},
-	"BenchmarkPolicyForwardBackward":              {"tokens/cpu-s", ">= 0.9x PyTorch"},
 	"BenchmarkCausalForwardBackward":              {"tokens/cpu-s", ">= 1.0x PyTorch (same model, item, threads; median of 7)"},
 	"BenchmarkImportOSWorldResults/episodes=1000": {"episodes/s", "1,000 episodes x 30 steps with PNGs; memory flat"},
 	"BenchmarkCommitVsDuckDBCopy":                 {"ours-median-rows/s", ">= 0.5x DuckDB COPY of the same rows to zstd Parquet, same row groups"},
@@ -124,14 +123,6 @@ func main() {
 	}
 	runs, values := parseGo(filepath.Join(dir, "go.txt"))
 	py := readJSON(filepath.Join(dir, "alg2-window.json"))
-	// torch-N.json: PyTorch's runs interleaved with ours (torch.json
-	// before they were).
-	torchRuns := medianJSON(filepath.Join(dir, "torch-[0-9]*.json"), "tokens_per_cpu_s")
-	if len(torchRuns) == 0 {
-		if p, ok := readJSON(filepath.Join(dir, "torch.json"))["tokens_per_cpu_s"].(float64); ok && p > 0 {
-			torchRuns = []float64{p}
-		}
-	}
 	causalTorch := readJSON(filepath.Join(dir, "causal-torch.json"))
 	causalJemalloc := readJSON(filepath.Join(dir, "causal-torch-jemalloc.json"))
 
@@ -170,11 +161,6 @@ func main() {
 		case "BenchmarkSegmentCore/window":
 			if p, ok := py["trajectories_per_cpu_s"].(float64); ok && p > 0 {
 				base, ratio = fmt.Sprintf("%.1f traj/cpu-s (Python)", p), fmt.Sprintf("%.1fx", ours/p)
-			}
-		case "BenchmarkPolicyForwardBackward":
-			if p := median(torchRuns); p > 0 {
-				base, ratio = fmt.Sprintf("%.0f tokens/cpu-s median, %.0f min (PyTorch, %d runs interleaved with ours)", p, minOf(torchRuns), len(torchRuns)),
-					fmt.Sprintf("%.2fx of medians", ours/p)
 			}
 		case "BenchmarkCausalForwardBackward":
 			// PyTorch's default CPU allocator refaults its activations'
@@ -789,19 +775,6 @@ func mib(bytes float64) string {
 		return ""
 	}
 	return fmt.Sprintf("%.1f MiB", bytes/(1<<20))
-}
-
-// medianJSON returns one number field of every JSON file matching the
-// glob pattern (files without it are skipped).
-func medianJSON(pattern, field string) []float64 {
-	paths, _ := filepath.Glob(pattern)
-	var out []float64
-	for _, p := range paths {
-		if x, ok := readJSON(p)[field].(float64); ok && x > 0 {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // analystNote says where our fixed cost per query goes (measured; see

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every benchmark of the project, the baselines measured in the same
-# run (Python Algorithm 2, PyTorch's policy, plain DuckDB), and prints one
+# run (Python Algorithm 2, PyTorch's causal policy, plain DuckDB), and prints one
 # table, also written to bench/results.md ($BENCH_RESULTS; the raw outputs
 # go to bench/out, $BENCH_OUT). BENCH_QUICK=1 runs each measurement once.
 set -euo pipefail
@@ -12,7 +12,7 @@ mkdir -p "$out"
 # each Go benchmark 5 times (-count; the report shows median and min) and
 # runs the paired ones 5 times interleaved with their baseline: inside the
 # benchmark (CommitVsDuckDBCopy, AnalystQueries: CUALAKE_BENCH_REPS), or
-# here (PolicyForwardBackward against PyTorch, scripts/bench-startup.sh).
+# here (scripts/bench-startup.sh).
 reps=5; causalReps=7
 [ "${BENCH_QUICK:-0}" = 1 ] && reps=1 && causalReps=1
 export CUALAKE_BENCH_REPS=$reps
@@ -32,19 +32,9 @@ echo "bench: causal policy forward+backward (7 repetitions, median)"
 go test -run '^$' -bench CausalForwardBackward -benchtime ${causalReps}x -timeout 30m ./trainer/causal/ 2>&1 | tee -a "$out/go.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
 echo "bench: Python Algorithm 2 baseline"
 python3 bench/segment_alg2.py "$out/alg2.jsonl" --mode window > "$out/alg2-window.json"
-echo "bench: policy forward+backward against PyTorch (Debian's python3-torch), $reps runs interleaved"
+echo "bench: causal policy forward+backward in PyTorch (Debian's python3-torch)"
 # Debian's interpreter: python3-torch is installed for it, not for others on PATH.
 py=python3; [ -x /usr/bin/python3 ] && py=/usr/bin/python3
-abs=$PWD/$out
-go test -c -o "$abs/trainer.test" ./trainer/
-rm -f "$out"/torch-[0-9]*.json
-for r in $(seq "$reps"); do
-  # a test binary runs in its package's folder, as go test runs it
-  (cd trainer && "$abs/trainer.test" -test.run '^$' -test.bench '^BenchmarkPolicyForwardBackward$' -test.benchtime 1x) 2>&1 \
-    | tee -a "$out/go.txt" | grep -E '^(Benchmark|FAIL|---)' || true
-  threads=$(sed -n 's/^BenchmarkPolicyForwardBackward.* \([0-9]*\)[.0-9]* threads.*/\1/p' "$out/go.txt" | head -1)
-  "$py" trainer/bench/policy_torch.py --threads "${threads:-1}" > "$out/torch-$r.json" || echo '{}' > "$out/torch-$r.json"
-done
 "$py" trainer/bench/causal_torch.py --threads 1 --reps $causalReps > "$out/causal-torch.json" || echo '{}' > "$out/causal-torch.json"
 # the same under jemalloc without purging (PyTorch's default CPU allocator
 # refaults every activation's pages; see trainer/internal/tx/alloc.go)

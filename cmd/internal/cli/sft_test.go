@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// TestSFTBeatsUntrainedPolicy warm-starts the encoder-decoder policy on oracle
-// demonstrations of easy training tasks and measures, by rollout on those
-// tasks, that it succeeds clearly more often than an untrained policy.
+// TestSFTBeatsUntrainedPolicy warm-starts the causal policy on the segments
+// of oracle demonstrations of easy training tasks and measures, by greedy
+// rollout on those tasks, that it succeeds clearly more often than an
+// untrained policy.
 func TestSFTBeatsUntrainedPolicy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a policy; skipped in -short mode")
@@ -25,16 +26,19 @@ func TestSFTBeatsUntrainedPolicy(t *testing.T) {
 	}
 	ids := strings.TrimSpace(strings.Split(strings.TrimSpace(out), "\n")[1])
 	ids = strings.Trim(ids, `"`)
-	if out, err := run(t, "rollout", "--policy", "oracle", "--source", "warmstart", "--tasks", ids, "--n", "1", "--tree-only"); err != nil {
+	if out, err := run(t, "rollout", "--policy", "oracle", "--source", "warmstart", "--tasks", ids, "--n", "1"); err != nil {
 		t.Fatalf("demos: %v %s", err, out)
+	}
+	if out, err := run(t, "segment", "--view", "pointer", "--image-tokens", "8"); err != nil {
+		t.Fatalf("segment: %v %s", err, out)
 	}
 	success := func(steps string) float64 {
 		t.Helper()
-		if out, err := run(t, "train", "--objective", "sft", "--policy", "encdec", "--steps", steps, "--lr", "0.003", "--seed", "1"); err != nil {
+		if out, err := run(t, "train", "--objective", "sft", "--steps", steps, "--batch", "8", "--seed", "1"); err != nil {
 			t.Fatalf("train: %v %s", err, out)
 		}
 		out, err := run(t, "rollout", "--policy", "checkpoint", "--greedy", "--source", "eval", "--tasks", ids, "--n", "1",
-			"--max-turns", "10", "--tree-only", "--iteration", steps, "--json")
+			"--max-turns", "10", "--iteration", steps, "--json")
 		if err != nil {
 			t.Fatalf("rollout: %v %s", err, out)
 		}
