@@ -1,9 +1,11 @@
-// Package trainer trains the policy of package policy with gotch (libtorch):
-// supervised warm-start (SFT, SFTStep) and GRPO with DAPO's asymmetric clip,
-// ScaleCUA's ratio cap and a k3 KL penalty to a frozen reference (GRPOStep),
-// plus the losses as functions on tensors (CrossEntropyLoss, SurrogateLoss)
-// with pure-Go references, group and STEPO advantages, Adam with
-// reproducible global-norm clipping, and device selection.
+// Package trainer holds what training shares across models, with gotch
+// (libtorch): the GRPO objective with DAPO's asymmetric clip, ScaleCUA's
+// ratio cap and a k3 KL penalty to a frozen reference, as functions on
+// tensors (SurrogateLoss, CrossEntropyLoss) with pure-Go references, the
+// step options and metrics, Adam with reproducible global-norm clipping
+// (Optimizer), and device selection. The model and its SFT and GRPO steps
+// are package causal's (trainer/causal); the encoder-decoder policy this
+// package once trained directly was removed after commit 7878f89.
 //
 // Objective (ScaleCUA appendix D, eq. 3; EvoCUA-1.5 section 3), per trainable
 // token with r = exp(logp - old_logp):
@@ -12,10 +14,9 @@
 //
 // averaged over the masked tokens of the batch (DAPO's token-level mean), or
 // per item then over items (LossConfig.Agg, STEPO's eq. 13). Advantages come
-// from GroupAdvantages, or STEPOAdvantages when trajectories are split into
-// step items.
+// from the segments rows (pipeline/advantage).
 //
-// Reproducibility: initial weights are drawn in Go from the policy seed,
+// Reproducibility: initial weights are drawn in Go from the model seed,
 // sampling draws in Go from the per-call seed, SFT shuffles batches from its
 // seed, and nothing uses libtorch's random generator (no dropout), so on the
 // CPU the same inputs, seeds and thread count (SetThreads; use 1) give
@@ -24,5 +25,5 @@
 //
 // Threads: every exported function pins its goroutine to the OS thread while
 // it calls libtorch, whose error state and grad mode are thread-local. A
-// Policy or Optimizer is not safe for concurrent use.
+// model or Optimizer is not safe for concurrent use.
 package trainer

@@ -6,14 +6,13 @@ import (
 	"unicode/utf8"
 )
 
-// Decoder turns token ids into text: *tokenizer.Tokenizer (Qwen3) and the
-// policy's word vocabulary both are one.
+// Decoder turns token ids into text, as *tokenizer.Tokenizer (Qwen3) does.
 type Decoder interface {
 	Decode(ids []int32) string
 }
 
 // Tokenizers finds the decoder for a segments.tokenizer value (such as
-// "tokenizer.json@sha256:…" or "checkpoint:v3@sha256:…"). An error is shown
+// "tokenizer.json@sha256:…"). An error is shown
 // on the page next to the raw ids; it does not fail the page.
 type Tokenizers func(name string) (Decoder, error)
 
