@@ -143,6 +143,7 @@ func main() {
 			"`make bench` puts the same section in bench/results.md.\n\n")
 	}
 	machineHeader(&b, filepath.Join(dir, "machine.txt"))
+	durationLine(&b, filepath.Join(dir, "phases.tsv"))
 	if len(names) > 0 {
 		b.WriteString("| benchmark | ours | baseline | ratio | goal | met |\n| --- | --- | --- | --- | --- | --- |\n")
 	}
@@ -330,6 +331,44 @@ func machineHeader(b *strings.Builder, path string) {
 		fmt.Fprintf(b, " %s", strings.TrimSpace(string(note)))
 	}
 	b.WriteString(" Wall times include any wait for a core; CPU times (user+sys) do not.\n\n")
+}
+
+// durationLine reports scripts/bench.sh's phases.tsv (phase, wall seconds):
+// how long make bench took, part by part, against its 30-minute goal.
+func durationLine(b *strings.Builder, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	var parts []string
+	total, segs := 0.0, 0.0
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		name, sec, ok := strings.Cut(l, "\t")
+		if !ok {
+			continue
+		}
+		x, err := strconv.ParseFloat(sec, 64)
+		if err != nil {
+			continue
+		}
+		total += x
+		if strings.HasPrefix(name, "segment modes") {
+			segs = x
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f min", name, x/60))
+	}
+	if total == 0 {
+		return
+	}
+	why := ""
+	if total > 30*60 {
+		why = fmt.Sprintf("the segment-mode measurement alone (%.1f min) trains the policy 7 times over the same rollouts plus the "+
+			"step/window repeats, on 2 CPU cores; without it (CUALAKE_BENCH_SEGMENTS=0) the rest took %.1f min. A GPU "+
+			"(`--device cuda`, docs/gpu.md) for those trainings, or fewer step/window repeats (CUALAKE_SEG_BENCH_REPS), would meet it",
+			segs/60, (total-segs)/60)
+	}
+	fmt.Fprintf(b, "Duration: %.1f min in all (%s). Goal `make bench` within 30 min: %s.\n\n", total/60, strings.Join(parts, ", "),
+		verdict(total <= 30*60, fmt.Sprintf("%.1f min", total/60), why))
 }
 
 // startupSection reports scripts/bench-startup.sh: whole processes, runs
@@ -853,5 +892,10 @@ func cpuNote(v map[string]float64) string {
 	if c <= 1.05 {
 		return fmt.Sprintf("on CPU time %.2fx, within the goal: the wall gap is likely the shared machine's load", c)
 	}
-	return fmt.Sprintf("on CPU time %.2fx", c)
+	why := fmt.Sprintf("on CPU time %.2fx", c)
+	if ck, d := v["check-median-ns"], v["duckdb-median-ns"]; ck > 0 && d > 0 {
+		why += fmt.Sprintf("; the read-only check alone is %.1f ms, %.0f%% of DuckDB's time for this query: running the statement "+
+			"the check prepared, instead of preparing its text again, would remove most of it (see below)", ck/1e6, 100*ck/d)
+	}
+	return why
 }

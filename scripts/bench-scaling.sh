@@ -74,20 +74,29 @@ measure() {
   echo "bench-scaling: $fam $n: $wall s, $((rss / 1024)) MiB"
 }
 
-# fits FAM N: whether N is worth running, judged from FAM's largest
-# measured size: peak RSS scaled linearly to N must stay under
+# fits FAM N: whether N is worth running, judged from FAM's two largest
+# measured sizes: peak RSS extrapolated to N at the growth seen between
+# them (linear in N where only one size is measured) must stay under
 # CUALAKE_BENCH_MAX_RSS_GIB (default 8: the machine has 24 GiB, shared
 # with other agents). If not, a row says why and nothing runs.
 maxRSS=$(( ${CUALAKE_BENCH_MAX_RSS_GIB:-8} * 1024 * 1024 ))   # KiB
 fits() {
   local fam=$1 n=$2 prev
-  prev=$(awk -F'\t' -v f="$fam" '$1 == f && $5 != "" { s = $2; r = $5 } END { if (s) print s, r }' "$tsv")
+  prev=$(awk -F'\t' -v f="$fam" '$1 == f && $5 != "" { ps = s; pr = r; s = $2; r = $5 } END { if (s) print s, r, ps, pr }' "$tsv")
   [ -z "$prev" ] && return 0
-  local ps pr proj
-  read -r ps pr <<< "$prev"
-  proj=$(echo "$pr * $n / $ps" | bc)
+  local ps pr pps ppr proj how
+  read -r ps pr pps ppr <<< "$prev"
+  if [ -n "$pps" ] && [ "$pps" -lt "$ps" ] && [ "$ppr" -gt 0 ]; then
+    # growth per factor of size, at least flat: pr * (pr/ppr)^(log(n/ps)/log(ps/pps))
+    proj=$(awk -v n="$n" -v s="$ps" -v r="$pr" -v s0="$pps" -v r0="$ppr" \
+      'BEGIN { g = r / r0; if (g < 1) g = 1; printf "%d", r * exp(log(g) * log(n / s) / log(s / s0)) }')
+    how="its growth from $pps to $ps gives"
+  else
+    proj=$(echo "$pr * $n / $ps" | bc)
+    how="linear in N gives"
+  fi
   [ "$proj" -le "$maxRSS" ] && return 0
-  echo -e "$fam\t$n\t\t\t\t\tnot run: peak RSS $((pr / 1024)) MiB at $ps, linear in N gives about $((proj / 1024 / 1024)) GiB, over the ${CUALAKE_BENCH_MAX_RSS_GIB:-8} GiB limit (CUALAKE_BENCH_MAX_RSS_GIB) on this 24 GiB machine shared with other agents" >> "$tsv"
+  echo -e "$fam\t$n\t\t\t\t\tnot run: peak RSS $((pr / 1024)) MiB at $ps, $how about $((proj / 1024 / 1024)) GiB, over the ${CUALAKE_BENCH_MAX_RSS_GIB:-8} GiB limit (CUALAKE_BENCH_MAX_RSS_GIB) on this 24 GiB machine shared with other agents" >> "$tsv"
   echo "bench-scaling: $fam $n not run: projected $((proj / 1024 / 1024)) GiB"
   return 1
 }
