@@ -403,8 +403,8 @@ func startupSection(b *strings.Builder, path, smaps string) {
 		return
 	}
 	fmt.Fprintf(b, "\n## Start-up: whole processes\n\n`scripts/bench-startup.sh`: each command as its own process, %d runs interleaved after a warm-up; "+
-		"peak RSS from getrusage of the child (GNU time). `bin/cualake` is built without libtorch and hands train, run, view, ui, "+
-		"and rollout/segment with a checkpoint to `bin/cualake-torch` (cmd/internal/cli/torch.go); the cualake-torch rows are what "+
+		"peak RSS from getrusage of the child (GNU time). `bin/cualake` is built without libtorch and hands train, run, experiment run "+
+		"and rollout with a checkpoint to `bin/cualake-torch` (cmd/internal/cli/torch.go); the cualake-torch rows are what "+
 		"every command cost before.\n\n", len(runs[order[0]].wall))
 	b.WriteString("| command | wall min / median | cpu median | peak RSS median | baseline (median) | ratio of medians | goal | met |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
