@@ -2,7 +2,6 @@ package causal
 
 import (
 	"math"
-	"math/rand/v2"
 	"os"
 	"testing"
 
@@ -30,16 +29,7 @@ func TestSFTOnDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	r := rand.New(rand.NewPCG(9, 9))
-	var items []Item
-	for i := 0; i < 16; i++ {
-		in := testStream(host, r)
-		ids := append(in.IDs, testSpecial.ImStart)
-		ids = append(ids, in.IDs[len(in.IDs)-8], testSpecial.ImEnd)
-		mask := make([]int8, len(ids))
-		mask[len(ids)-2], mask[len(ids)-1] = 1, 1
-		items = append(items, Item{ID: "it", IDs: ids, Mask: mask, Logp: make([]float32, len(ids)), Images: in.Images})
-	}
+	items := copyItems(host, 16)
 	opt, err := trainer.NewOptimizerOver(m.Parameters(), 1e-2)
 	if err != nil {
 		t.Fatal(err)

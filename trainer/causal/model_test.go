@@ -353,13 +353,13 @@ func TestPatches(t *testing.T) {
 	}
 }
 
-// TestSFTLearnsToCopy: the response must repeat the word right after the
-// stream's first screenshot; a few dozen steps of SFT learn it.
-func TestSFTLearnsToCopy(t *testing.T) {
-	m := testModel(t, 3)
+// copyItems makes n SFT items whose response repeats a word after the
+// stream's second screenshot, from m's id map (a fixed seed, so the same
+// items for TestSFTLearnsToCopy and the device test).
+func copyItems(m *Model, n int) []Item {
 	r := rand.New(rand.NewPCG(9, 9))
 	var items []Item
-	for i := 0; i < 16; i++ {
+	for i := 0; i < n; i++ {
 		in := testStream(m, r)
 		ids := append(in.IDs, m.special.ImStart)
 		key := in.IDs[len(in.IDs)-8] // a word after the second screenshot
@@ -368,6 +368,14 @@ func TestSFTLearnsToCopy(t *testing.T) {
 		mask[len(ids)-2], mask[len(ids)-1] = 1, 1
 		items = append(items, Item{ID: "it", IDs: ids, Mask: mask, Logp: make([]float32, len(ids)), Images: in.Images})
 	}
+	return items
+}
+
+// TestSFTLearnsToCopy: the response must repeat the word right after the
+// stream's first screenshot; a few dozen steps of SFT learn it.
+func TestSFTLearnsToCopy(t *testing.T) {
+	m := testModel(t, 3)
+	items := copyItems(m, 16)
 	opt, err := trainer.NewOptimizerOver(m.Parameters(), 1e-2)
 	if err != nil {
 		t.Fatal(err)
