@@ -187,7 +187,7 @@ func main() {
 			extra = fmt.Sprintf(", peak heap %.0f MB", mb)
 		}
 		fmt.Fprintf(&b, "| %s | %s %s%s | %s | %s | %s | %s |\n", strings.TrimPrefix(n, "Benchmark"), fmtNum(ours), h.unit, extra, base, ratio, h.goal,
-			goalVerdict(n, values, py, causalJemalloc, causalTorch))
+			goalVerdict(n, values, py, causalJemalloc))
 	}
 	queriesSection(&b, values)
 	segmentsSection(&b, readJSON(filepath.Join(dir, "segments.json")))
@@ -204,7 +204,7 @@ func main() {
 // section that checks it; "" where a row has no goal (a figure reported
 // for reference). Where a goal is not met, why is the sentence
 // bench/results.md gives for it (what limits it, what would meet it).
-func goalVerdict(name string, values map[string]map[string]float64, py, causalJemalloc, causalTorch map[string]any) string {
+func goalVerdict(name string, values map[string]map[string]float64, py, causalJemalloc map[string]any) string {
 	v := values[name]
 	switch name {
 	case "BenchmarkCommitAfterHistory/snapshots=1000":
