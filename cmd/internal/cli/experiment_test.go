@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -134,6 +136,35 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 	// The prefix synthesized tasks: its executable rate is at iteration 0.
 	if x, ok := q.Rows[0][7].(float64); !ok || x <= 0 || q.Rows[1][7] != nil {
 		t.Fatalf("rows %v: executable rate at iteration 0 only", q.Rows)
+	}
+
+	// The per-app held-out query of docs/experiments.md runs on a branch
+	// and adds up to the branch's held-out success at its last iteration.
+	perAppSQL := filepath.Join(dir, "per-app.sql")
+	os.WriteFile(perAppSQL, []byte(docsSQL(t, "experiments.md", "-- experiments: held-out success per app")), 0o644)
+	perApp, err := run(t, "query", "--lake", lk, "--branch", "exp/tiny/grpo/s3", "--format", "csv", "--file", perAppSQL)
+	if err != nil {
+		t.Fatalf("per-app query: %v\n%s", err, perApp)
+	}
+	tasks, passed := 0, 0
+	for _, r := range csvRows(t, perApp) {
+		n, err1 := strconv.Atoi(r["tasks"])
+		p, err2 := strconv.Atoi(r["pass_final"])
+		if err1 != nil || err2 != nil || r["app"] == "" {
+			t.Fatalf("per-app row %v", r)
+		}
+		tasks, passed = tasks+n, passed+p
+	}
+	heldOut, err := run(t, "query", "--lake", lk, "--branch", "exp/tiny/grpo/s3", "--format", "csv",
+		"select count(distinct task_id) as n from trajectories where source = 'eval'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := csvRows(t, heldOut)[0]["n"]; strconv.Itoa(tasks) != want {
+		t.Fatalf("per-app query counts %d held-out tasks, the branch evaluated %s\n%s", tasks, want, perApp)
+	}
+	if h, ok := q.Rows[1][2].(float64); !ok || tasks == 0 || math.Abs(float64(passed)/float64(tasks)-h) > 1e-9 {
+		t.Fatalf("per-app query: %d of %d held-out tasks pass at the end, experiments says %v\n%s", passed, tasks, q.Rows[1][2], perApp)
 	}
 
 	// A rerun redoes nothing and commits nothing new.

@@ -12,17 +12,23 @@ import (
 // "-- verify: per-domain metrics", so the documented query is the tested one.
 func docsQuery(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "verify.md"))
+	return docsSQL(t, "verify.md", "-- verify: per-domain metrics")
+}
+
+// docsSQL returns the SQL block of docs/<file> that starts with marker.
+func docsSQL(t *testing.T, file, marker string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, block := range strings.Split(string(b), "```sql\n")[1:] {
 		sql, _, _ := strings.Cut(block, "```")
-		if strings.HasPrefix(sql, "-- verify: per-domain metrics") {
+		if strings.HasPrefix(sql, marker) {
 			return sql
 		}
 	}
-	t.Fatal("docs/verify.md has no per-domain metrics query")
+	t.Fatalf("docs/%s has no query marked %q", file, marker)
 	return ""
 }
 
