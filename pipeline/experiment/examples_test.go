@@ -6,8 +6,8 @@ import (
 )
 
 // Every shipped experiment resolves; the sampler, advantage, reward and async
-// ablations share one prefix per seed, and the VeriGen one has a prefix per
-// role configuration.
+// ablations share one prefix per seed; the VeriGen one has a prefix per
+// role configuration, and the segment-mode ones a prefix per mode.
 func TestExamplesResolve(t *testing.T) {
 	files, err := filepath.Glob("../../examples/experiments/*.yaml")
 	if err != nil || len(files) < 6 {
@@ -19,7 +19,9 @@ func TestExamplesResolve(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 		seeds := len(p.Spec.Seeds)
-		want := map[string]int{"demo-seeds": seeds, "samplers": seeds, "samplers-quick": 1, "stepo": seeds, "reward-source": seeds, "async": seeds, "verigen-roles": 4 * seeds}
+		want := map[string]int{"demo-seeds": seeds, "samplers": seeds, "samplers-quick": 1, "stepo": seeds, "reward-source": seeds, "async": seeds, "verigen-roles": 4 * seeds,
+			// The segment mode shapes the warm start, so each mode has its own prefix.
+			"vcs": 2 * seeds, "vcs-quick": 2, "k-sweep": 5 * seeds}
 		if n, ok := want[p.Spec.Name]; ok && len(p.Prefixes) != n {
 			t.Errorf("%s: %d prefixes, want %d", p.Spec.Name, len(p.Prefixes), n)
 		}
