@@ -141,7 +141,9 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 	// The per-app held-out query of docs/experiments.md runs on a branch
 	// and adds up to the branch's held-out success at its last iteration.
 	perAppSQL := filepath.Join(dir, "per-app.sql")
-	os.WriteFile(perAppSQL, []byte(docsSQL(t, "experiments.md", "-- experiments: held-out success per app")), 0o644)
+	if err := os.WriteFile(perAppSQL, []byte(docsSQL(t, "experiments.md", "-- experiments: held-out success per app")), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	perApp, err := run(t, "query", "--lake", lk, "--branch", "exp/tiny/grpo/s3", "--format", "csv", "--file", perAppSQL)
 	if err != nil {
 		t.Fatalf("per-app query: %v\n%s", err, perApp)

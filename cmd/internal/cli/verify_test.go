@@ -8,14 +8,8 @@ import (
 	"testing"
 )
 
-// docsQuery returns the SQL block of docs/verify.md marked
-// "-- verify: per-domain metrics", so the documented query is the tested one.
-func docsQuery(t *testing.T) string {
-	t.Helper()
-	return docsSQL(t, "verify.md", "-- verify: per-domain metrics")
-}
-
-// docsSQL returns the SQL block of docs/<file> that starts with marker.
+// docsSQL returns the SQL block of docs/<file> that starts with marker, so
+// the documented query is the tested one.
 func docsSQL(t *testing.T, file, marker string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", file))
@@ -157,7 +151,7 @@ func TestVerifyCommandTrainAndQuery(t *testing.T) {
 	}
 	// The documented query: per strategy and domain, and overall.
 	q := filepath.Join(t.TempDir(), "q.sql")
-	if err := os.WriteFile(q, []byte(docsQuery(t)), 0o644); err != nil {
+	if err := os.WriteFile(q, []byte(docsSQL(t, "verify.md", "-- verify: per-domain metrics")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err = run(t, "query", "--format", "csv", "--file", q)
