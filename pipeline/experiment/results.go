@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/big"
+	"slices"
 	"sort"
 	"time"
 
@@ -139,7 +140,7 @@ func stepSeconds(ctx context.Context, l *lake.Lake, id, started string) (*float6
 	return &s, nil
 }
 
-// commitResults replaces the experiment's rows of the experiments table on
+// commitResults replaces the experiment's rows (at p's seeds) of the experiments table on
 // l's branch; rows of other experiments stay.
 func commitResults(ctx context.Context, l *lake.Lake, p *Plan, rows []schemas.ExperimentResult) (*lake.Manifest, error) {
 	tx, err := l.Begin(ctx, "")
@@ -152,7 +153,9 @@ func commitResults(ctx context.Context, l *lake.Lake, p *Plan, rows []schemas.Ex
 	}
 	all := append([]schemas.ExperimentResult{}, rows...)
 	for _, r := range old {
-		if r.Experiment != p.Spec.Name {
+		// Rows of other experiments stay, and of this one's other seeds
+		// (a run of some seeds: Plan.OnlySeeds).
+		if r.Experiment != p.Spec.Name || !slices.Contains(p.Spec.Seeds, r.Seed) {
 			all = append(all, r)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -130,15 +131,32 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 		head string
 	}
 	done := map[*Prefix]*prefixDone{}
+	for _, pre := range p.Prefixes {
+		done[pre] = &prefixDone{ch: make(chan struct{})}
+	}
+	// acquire takes a worker slot, or fails when the run is cancelled.
+	acquire := func() bool {
+		select {
+		case sem <- struct{}{}:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	// One dispatcher hands out the slots in a fixed order: the prefixes,
+	// then the arms seed by seed (DispatchOrder), so that a run stopped
+	// half-way has every variant at its first seeds.
 	var wg sync.WaitGroup
 	for _, pre := range p.Prefixes {
-		d := &prefixDone{ch: make(chan struct{})}
-		done[pre] = d
+		d := done[pre]
+		if !acquire() {
+			close(d.ch)
+			continue
+		}
 		wg.Add(1)
 		go func(pre *Prefix) {
 			defer wg.Done()
 			defer close(d.ch)
-			sem <- struct{}{}
 			defer func() { <-sem }()
 			br, err := runPrefix(ctx, l, p, pre, from, opt, log.with(pre.Branch))
 			if err != nil {
@@ -151,22 +169,20 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 			d.head = br.Head
 		}(pre)
 	}
-	for _, a := range p.Arms {
+	for _, a := range DispatchOrder(p) {
+		d := done[a.Prefix]
+		select {
+		case <-d.ch:
+		case <-ctx.Done():
+		}
+		if d.head == "" || !acquire() {
+			continue // the prefix failed (and said so), or the run is cancelled
+		}
 		wg.Add(1)
 		go func(a *Arm) {
 			defer wg.Done()
-			d := done[a.Prefix]
-			<-d.ch
-			head := d.head
-			if head == "" {
-				return // the prefix failed, and said so
-			}
-			sem <- struct{}{}
 			defer func() { <-sem }()
-			if ctx.Err() != nil {
-				return
-			}
-			br, err := runArm(ctx, l, p, a, head, opt, log.with(a.Branch))
+			br, err := runArm(ctx, l, p, a, d.head, opt, log.with(a.Branch))
 			if err != nil {
 				fail(fmt.Errorf("variant %s seed %d (branch %s): %w", a.Variant, a.Seed, a.Branch, err))
 				return
@@ -192,6 +208,14 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 	}
 	res.Snapshot, res.Rows, res.Seconds = m.ID, len(rows), time.Since(t0).Seconds()
 	return res, nil
+}
+
+// DispatchOrder is the order in which Run starts the arms: seed by seed,
+// the variants in the file's order within a seed.
+func DispatchOrder(p *Plan) []*Arm {
+	out := append([]*Arm{}, p.Arms...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Seed < out[j].Seed })
+	return out
 }
 
 // forkPoint is the snapshot prefixes fork from: the head of l's branch.
@@ -238,6 +262,9 @@ func ensureBranch(ctx context.Context, l *lake.Lake, name, from string) (bool, e
 func runPrefix(ctx context.Context, l *lake.Lake, p *Plan, pre *Prefix, from string, opt Options, log io.Writer) (BranchResult, error) {
 	t0 := time.Now()
 	br := BranchResult{Branch: pre.Branch, Seed: pre.Seed}
+	if err := adoptPrefix(ctx, l, pre, log); err != nil {
+		return br, err
+	}
 	if _, err := ensureBranch(ctx, l, pre.Branch, from); err != nil {
 		return br, err
 	}
@@ -252,6 +279,96 @@ func runPrefix(ctx context.Context, l *lake.Lake, p *Plan, pre *Prefix, from str
 	count(&br, steps)
 	br.Head, br.Seconds = steps[len(steps)-1].Snapshot, time.Since(t0).Seconds()
 	return br, nil
+}
+
+// adoptPrefix lets one lake compute a prefix once for every experiment:
+// when pre's steps are not committed on its branch and another
+// experiment's prefix branch with the same steps and seed (the same
+// p<hash>/s<seed>) has committed all of them, pre's branch is created at
+// that snapshot and given the same done and start tags, so every step
+// resumes and iteration 0's seconds are the ones measured when it ran. A
+// partly committed one is not adopted (pre runs from the fork point).
+func adoptPrefix(ctx context.Context, l *lake.Lake, pre *Prefix, log io.Writer) error {
+	tags, err := l.Tags(ctx)
+	if err != nil {
+		return err
+	}
+	done := func(branch string) (map[string]string, bool) {
+		out := map[string]string{}
+		for _, s := range pre.Steps {
+			t := loop.DoneTag(branch, pre.RunID, s.Key)
+			id, ok := tags[t]
+			if !ok {
+				return nil, false
+			}
+			out[s.Key] = id
+			if st, ok := tags[t+loop.StartedSuffix]; ok {
+				out[s.Key+loop.StartedSuffix] = st
+			}
+		}
+		return out, true
+	}
+	if _, ok := done(pre.Branch); ok {
+		return nil
+	}
+	i := strings.Index(pre.Branch, prefixDir)
+	if i < 0 {
+		return nil
+	}
+	tail := pre.Branch[i:]
+	branches, err := l.Branches(ctx)
+	if err != nil {
+		return err
+	}
+	var donors []string
+	for name := range branches {
+		if name != pre.Branch && strings.HasPrefix(name, "exp/") && strings.HasSuffix(name, tail) {
+			donors = append(donors, name)
+		}
+	}
+	sort.Strings(donors)
+	for _, donor := range donors {
+		got, ok := done(donor)
+		if !ok {
+			continue
+		}
+		head := got[pre.Steps[len(pre.Steps)-1].Key]
+		if cur, ok := branches[pre.Branch]; ok && cur != head {
+			return nil // pre's own branch, part-way: it resumes itself
+		} else if !ok {
+			if _, err := l.CreateBranch(ctx, pre.Branch, head); err != nil {
+				return fmt.Errorf("sharing the prefix of %s: %w", donor, err)
+			}
+		}
+		// The branch first (a tag under its name would make its name a
+		// folder), then the tags; a kill between them is finished by the
+		// rerun, which finds the branch at the donor's snapshot.
+		keys := make([]string, 0, len(got))
+		for k := range got {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			step, suffix := strings.CutSuffix(k, loop.StartedSuffix)
+			name := loop.DoneTag(pre.Branch, pre.RunID, step)
+			if suffix {
+				name += loop.StartedSuffix
+			}
+			if _, err := l.Tag(ctx, name, got[k]); err != nil {
+				return fmt.Errorf("sharing the prefix of %s: %w", donor, err)
+			}
+		}
+		fmt.Fprintf(log, "prefix: the same steps are committed on %s; shared (snapshot %s), not recomputed\n", donor, short(head))
+		return nil
+	}
+	return nil
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
 
 func count(br *BranchResult, steps []loop.StepResult) {

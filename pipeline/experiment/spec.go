@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -73,6 +74,11 @@ type Plan struct {
 	Prefixes []*Prefix
 }
 
+// prefixDir is the part of a prefix branch's name between the experiment
+// and p<hash>/s<seed>; the tail after it names the steps and seed alone,
+// so equal prefixes of two experiments have equal tails.
+const prefixDir = "/_prefix/"
+
 // maxName bounds experiment and variant names so that every branch and
 // resume tag stays within the lake's 128-byte ref names.
 const maxName = 32
@@ -109,6 +115,37 @@ func Load(path string) (*Plan, error) {
 		return nil, fmt.Errorf("experiment %s: %w", path, err)
 	}
 	return p, nil
+}
+
+// OnlySeeds is p restricted to the given seeds, each of which the file
+// must list: a long experiment can run seed by seed (in several jobs or
+// sessions), and each run replaces only its seeds' rows.
+func (p *Plan) OnlySeeds(seeds []int64) (*Plan, error) {
+	want := map[int64]bool{}
+	for _, sd := range seeds {
+		if !slices.Contains(p.Spec.Seeds, sd) {
+			return nil, fmt.Errorf("experiment %s: seed %d is not one of the file's seeds %v", p.Spec.Name, sd, p.Spec.Seeds)
+		}
+		want[sd] = true
+	}
+	q := &Plan{Spec: p.Spec}
+	q.Spec.Seeds = nil
+	for _, sd := range p.Spec.Seeds {
+		if want[sd] {
+			q.Spec.Seeds = append(q.Spec.Seeds, sd)
+		}
+	}
+	for _, pre := range p.Prefixes {
+		if want[pre.Seed] {
+			q.Prefixes = append(q.Prefixes, pre)
+		}
+	}
+	for _, a := range p.Arms {
+		if want[a.Seed] {
+			q.Arms = append(q.Arms, a)
+		}
+	}
+	return q, nil
 }
 
 // Resolve checks a spec and builds every arm's config: names are safe and
@@ -188,7 +225,7 @@ func Resolve(s Spec) (*Plan, error) {
 				c0 := c
 				c0.Seed = 0
 				s0, _ := prefixSteps(c0)
-				pre = &Prefix{Branch: fmt.Sprintf("exp/%s/_prefix/p%s/s%d", s.Name, stepsID(s0)[:8], sd), RunID: id, Steps: steps, Seed: sd}
+				pre = &Prefix{Branch: fmt.Sprintf("exp/%s%sp%s/s%d", s.Name, prefixDir, stepsID(s0)[:8], sd), RunID: id, Steps: steps, Seed: sd}
 				prefixes[id] = pre
 				p.Prefixes = append(p.Prefixes, pre)
 			}

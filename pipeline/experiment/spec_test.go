@@ -123,3 +123,68 @@ func TestResolveRefusesBadInput(t *testing.T) {
 		}
 	}
 }
+
+// Seeds subset, dispatch order and the prefix names that let two
+// experiments in one lake share a prefix.
+func TestOnlySeedsDispatchOrderAndSharedPrefixNames(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "base.yaml", base)
+	p, err := Load(write(t, dir, "a.yaml", `name: a
+base: base.yaml
+seeds: [1, 2, 3]
+variants:
+  - {name: x, set: {sample.sampler: uniform}}
+  - {name: y, set: {sample.sampler: dapo}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, a := range DispatchOrder(p) {
+		order = append(order, a.Branch)
+	}
+	if got := strings.Join(order, " "); got != "exp/a/x/s1 exp/a/y/s1 exp/a/x/s2 exp/a/y/s2 exp/a/x/s3 exp/a/y/s3" {
+		t.Fatalf("dispatch order %s: want seed by seed, variants in the file's order", got)
+	}
+	q, err := p.OnlySeeds([]int64{3, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Arms) != 4 || len(q.Prefixes) != 2 || len(q.Spec.Seeds) != 2 || q.Spec.Seeds[0] != 1 || q.Spec.Seeds[1] != 3 || len(p.Arms) != 6 {
+		t.Fatalf("OnlySeeds(3, 1): %d arms, %d prefixes, seeds %v (the plan itself: %d arms)", len(q.Arms), len(q.Prefixes), q.Spec.Seeds, len(p.Arms))
+	}
+	for _, a := range q.Arms {
+		if a.Seed == 2 || a.Prefix.Seed != a.Seed {
+			t.Fatalf("OnlySeeds kept %s (prefix %s)", a.Branch, a.Prefix.Branch)
+		}
+	}
+	if _, err := p.OnlySeeds([]int64{4}); err == nil || !strings.Contains(err.Error(), "seed 4 is not one of the file's seeds") {
+		t.Fatalf("OnlySeeds(4): %v", err)
+	}
+	// Another experiment with the same prefix config: equal tails after
+	// prefixDir (what adoptPrefix matches), the same run id; another seed
+	// or synthesis config: another tail.
+	b, err := Load(write(t, dir, "b.yaml", `name: b
+base: base.yaml
+seeds: [1]
+variants:
+  - {name: z, set: {segment.k: 3, segment.delta: 3}}
+  - {name: w, set: {sample.sampler: curriculum}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail := func(pre *Prefix) string { return pre.Branch[strings.Index(pre.Branch, prefixDir):] }
+	var same *Prefix
+	for _, pre := range b.Prefixes {
+		if tail(pre) == tail(p.Arms[0].Prefix) {
+			same = pre
+		}
+	}
+	if same == nil || same.RunID != p.Arms[0].Prefix.RunID || len(b.Prefixes) != 2 {
+		t.Fatalf("b's prefixes %v: want one equal to a's s1 prefix %s (and K = 3's own)", b.Prefixes, p.Arms[0].Prefix.Branch)
+	}
+	if tail(p.Arms[0].Prefix) == tail(DispatchOrder(p)[2].Prefix) {
+		t.Fatal("seeds 1 and 2 have equal prefix tails")
+	}
+}

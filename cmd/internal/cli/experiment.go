@@ -41,9 +41,12 @@ Example:
 			Description: `Every error in the file (an unknown key, an unsafe or duplicate variant name, a base config
 that fails validation) stops it before anything runs. What is committed is never redone: a rerun after a
 kill continues. Branches fork from --branch (default main), whose experiments table receives the rows.
+A prefix that another experiment in the lake has committed with the same steps and seed is shared,
+not recomputed. --seeds runs some of the file's seeds (a long experiment over several jobs).
 
 Example:
-   cualake experiment run examples/experiments/samplers.yaml --workers 2 --json`,
+   cualake experiment run examples/experiments/samplers.yaml --workers 2 --json
+   cualake experiment run examples/experiments/samplers.yaml --seeds 1,2 --workers 2`,
 			Flags: []cli.Flag{lakeFlag, jsonFlag,
 				&cli.IntFlag{Name: "workers", Value: 1, Usage: "branches run at once, their stages as child processes of this binary (each stage also runs its config's workers)"},
 				&cli.StringFlag{Name: "executor", Value: "local", Usage: "local (in this process) or slurm (each step as Slurm jobs)"},
@@ -51,6 +54,7 @@ Example:
 				&cli.StringFlag{Name: "partition", Usage: "slurm executor: partition"},
 				&cli.StringFlag{Name: "time", Usage: "slurm executor: time limit per job"},
 				&cli.StringFlag{Name: "report", Usage: "also write the HTML report to this file"},
+				&cli.Int64SliceFlag{Name: "seeds", Usage: "run only these of the file's seeds (--seeds 1,2): a long experiment in several jobs; each run replaces only its seeds' rows"},
 			},
 			Action: experimentRun,
 		}, {
@@ -116,6 +120,11 @@ func experimentRun(c *cli.Context) error {
 	p, err := experiment.Load(file)
 	if err != nil {
 		return usageErr("%v", err)
+	}
+	if c.IsSet("seeds") {
+		if p, err = p.OnlySeeds(c.Int64Slice("seeds")); err != nil {
+			return usageErr("--seeds: %v", err)
+		}
 	}
 	if c.Int("workers") < 1 {
 		return usageErr("--workers is %d, want >= 1", c.Int("workers"))

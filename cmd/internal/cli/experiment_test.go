@@ -178,6 +178,34 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 		t.Fatalf("rerun ran steps or moved the results:\n%s", out)
 	}
 
+	// Another experiment in the same lake with the same prefix config
+	// shares tiny's committed prefix (nothing of it runs again); --seeds
+	// runs one of its file's seeds, and only that seed's rows land.
+	other := filepath.Join(dir, "other.yaml")
+	otherText := strings.Replace(strings.Replace(tinyExperiment, "name: tiny", "name: other", 1), "seeds: [3]", "seeds: [3, 4]", 1)
+	otherText = otherText[:strings.Index(otherText, "variants:")] + "variants:\n  - {name: naive, set: {train.advantage: naive}}\n"
+	if err := os.WriteFile(other, []byte(otherText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, "experiment", "run", other, "--lake", lk, "--seeds", "5"); err == nil || !strings.Contains(err.Error(), "seed 5 is not one of the file's seeds [3 4]") {
+		t.Fatalf("--seeds 5: %v\n%s", err, out)
+	}
+	out, err = run(t, "experiment", "run", other, "--lake", lk, "--seeds", "3", "--json")
+	if err != nil {
+		t.Fatalf("other experiment: %v\n%s", err, out)
+	}
+	var shared experiment.Result
+	if err := json.NewDecoder(strings.NewReader(out)).Decode(&shared); err != nil { // stdout's JSON, then the log
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	if len(shared.Prefixes) != 1 || shared.Prefixes[0].Ran != 0 || shared.Prefixes[0].Head != res.Prefixes[0].Head ||
+		!strings.HasPrefix(shared.Prefixes[0].Branch, "exp/other/_prefix/") || !strings.Contains(out, "shared (snapshot") {
+		t.Fatalf("the other experiment's prefix %+v: want tiny's (%s) shared, nothing run\n%s", shared.Prefixes, res.Prefixes[0].Head, out)
+	}
+	if len(shared.Arms) != 1 || shared.Arms[0].Ran == 0 || shared.Rows != 2 {
+		t.Fatalf("the other experiment's arms %+v, rows %d: want naive at seed 3 only, iterations 0..1", shared.Arms, shared.Rows)
+	}
+
 	// An edited file whose variant now runs another config does not pile
 	// onto the branch of the old one.
 	edited := filepath.Join(dir, "edited.yaml")
