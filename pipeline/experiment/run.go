@@ -384,6 +384,9 @@ func count(br *BranchResult, steps []loop.StepResult) {
 func runArm(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, prefixHead string, opt Options, log io.Writer) (BranchResult, error) {
 	t0 := time.Now()
 	br := BranchResult{Branch: a.Branch, Variant: a.Variant, Seed: a.Seed}
+	if err := adoptArm(ctx, l, p, a, prefixHead, log); err != nil {
+		return br, err
+	}
 	if _, err := ensureBranch(ctx, l, a.Branch, prefixHead); err != nil {
 		return br, err
 	}
@@ -409,6 +412,94 @@ func runArm(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, prefixHead strin
 	return br, nil
 }
 
+// adoptArm shares a finished run between experiments: when a's branch does
+// not exist yet and another experiment's branch ran the same config and
+// seed (the same run id) from the same prefix snapshot to the end (every
+// step done, nothing committed after), a's branch is created at that
+// branch's head with its done and start tags, and a marker commit on top
+// names a's experiment and variant. The data files are the donor's:
+// same inputs, config and seed give the same files on one machine type.
+func adoptArm(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, prefixHead string, log io.Writer) error {
+	branches, err := l.Branches(ctx)
+	if err != nil {
+		return err
+	}
+	if _, ok := branches[a.Branch]; ok {
+		return nil
+	}
+	steps := suffixSteps(a.Config)
+	if len(steps) == 0 {
+		return nil
+	}
+	tags, err := l.Tags(ctx)
+	if err != nil {
+		return err
+	}
+	run := loop.RunID(a.Config)
+	seed := fmt.Sprintf("/s%d", a.Seed)
+	var donors []string
+	for name := range branches {
+		if name != a.Branch && strings.HasPrefix(name, "exp/") && strings.HasSuffix(name, seed) && !strings.Contains(name, prefixDir) {
+			donors = append(donors, name)
+		}
+	}
+	sort.Strings(donors)
+	for _, donor := range donors {
+		got := map[string]string{}
+		complete := true
+		for _, s := range steps {
+			t := loop.DoneTag(donor, run, s.Key)
+			id, ok := tags[t]
+			if !ok {
+				complete = false
+				break
+			}
+			got[loop.DoneTag(a.Branch, run, s.Key)] = id
+			if st, ok := tags[t+loop.StartedSuffix]; ok {
+				got[loop.DoneTag(a.Branch, run, s.Key)+loop.StartedSuffix] = st
+			}
+		}
+		head := branches[donor]
+		if !complete || head != tags[loop.DoneTag(donor, run, steps[len(steps)-1].Key)] {
+			continue
+		}
+		m, err := l.Snapshot(ctx, head)
+		if err != nil {
+			return err
+		}
+		rows, err := lake.ReadTable(ctx, l, m, schemas.ExperimentRuns)
+		if err != nil {
+			return fmt.Errorf("the run of %s: %w", donor, err)
+		}
+		if len(rows) != 1 || rows[0].RunID != run || rows[0].PrefixSnapshot != prefixHead {
+			continue // another prefix snapshot (another machine's, say): not the same run
+		}
+		if _, err := l.CreateBranch(ctx, a.Branch, head); err != nil {
+			return fmt.Errorf("sharing the run of %s: %w", donor, err)
+		}
+		names := make([]string, 0, len(got))
+		for n := range got {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if _, err := l.Tag(ctx, n, got[n]); err != nil {
+				return fmt.Errorf("sharing the run of %s: %w", donor, err)
+			}
+		}
+		b, err := l.OnBranch(a.Branch)
+		if err != nil {
+			return err
+		}
+		if err := writeMarker(ctx, b, p, a, prefixHead, donor); err != nil {
+			return fmt.Errorf("sharing the run of %s: %w", donor, err)
+		}
+		fmt.Fprintf(log, "variant: the same run (config and seed, from prefix %s) is committed on %s; shared, not recomputed\n", short(prefixHead), donor)
+		return nil
+	}
+	return nil
+}
+
 // markBranch makes the branch's first commit its experiment_runs row, so
 // its lineage names the experiment and variant. A branch whose head
 // already has it (a rerun) is left alone.
@@ -432,6 +523,12 @@ func markBranch(ctx context.Context, b *lake.Lake, p *Plan, a *Arm, prefixHead s
 		}
 		return nil
 	}
+	return writeMarker(ctx, b, p, a, prefixHead, "")
+}
+
+// writeMarker commits a's experiment_runs row on b: the branch's first
+// commit, or (adoptedFrom set) its last, on top of the run it shares.
+func writeMarker(ctx context.Context, b *lake.Lake, p *Plan, a *Arm, prefixHead, adoptedFrom string) error {
 	over, err := json.Marshal(a.Overrides)
 	if err != nil {
 		return fmt.Errorf("overrides: %w", err)
@@ -449,9 +546,13 @@ func markBranch(ctx context.Context, b *lake.Lake, p *Plan, a *Arm, prefixHead s
 	if err := lake.ReplaceTable(ctx, tx, schemas.ExperimentRuns, []schemas.ExperimentRun{row}); err != nil {
 		return err
 	}
-	_, err = tx.Commit(ctx, lake.CommitInfo{Stage: "experiment", Seed: a.Seed, Inputs: []string{prefixHead},
-		Params:  map[string]any{"experiment": p.Spec.Name, "variant": a.Variant, "seed": a.Seed, "overrides": a.Overrides},
-		Message: fmt.Sprintf("experiment %s, variant %s, seed %d: forked from prefix %s", p.Spec.Name, a.Variant, a.Seed, a.Prefix.Branch)})
+	params := map[string]any{"experiment": p.Spec.Name, "variant": a.Variant, "seed": a.Seed, "overrides": a.Overrides}
+	msg := fmt.Sprintf("experiment %s, variant %s, seed %d: forked from prefix %s", p.Spec.Name, a.Variant, a.Seed, a.Prefix.Branch)
+	if adoptedFrom != "" {
+		params["shared_from"] = adoptedFrom
+		msg = fmt.Sprintf("experiment %s, variant %s, seed %d: the same run as %s (forked from prefix %s), shared", p.Spec.Name, a.Variant, a.Seed, adoptedFrom, a.Prefix.Branch)
+	}
+	_, err = tx.Commit(ctx, lake.CommitInfo{Stage: "experiment", Seed: a.Seed, Inputs: []string{prefixHead}, Params: params, Message: msg})
 	return err
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -183,7 +184,9 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 	// runs one of its file's seeds, and only that seed's rows land.
 	other := filepath.Join(dir, "other.yaml")
 	otherText := strings.Replace(strings.Replace(tinyExperiment, "name: tiny", "name: other", 1), "seeds: [3]", "seeds: [3, 4]", 1)
-	otherText = otherText[:strings.Index(otherText, "variants:")] + "variants:\n  - {name: naive, set: {train.advantage: naive}}\n"
+	// Its variant "same" is tiny's stepo (the base config) at seed 3: the
+	// run is shared too; naive runs.
+	otherText = otherText[:strings.Index(otherText, "variants:")] + "variants:\n  - {name: naive, set: {train.advantage: naive}}\n  - {name: same}\n"
 	if err := os.WriteFile(other, []byte(otherText), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -202,8 +205,35 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 		!strings.HasPrefix(shared.Prefixes[0].Branch, "exp/other/_prefix/") || !strings.Contains(out, "shared (snapshot") {
 		t.Fatalf("the other experiment's prefix %+v: want tiny's (%s) shared, nothing run\n%s", shared.Prefixes, res.Prefixes[0].Head, out)
 	}
-	if len(shared.Arms) != 1 || shared.Arms[0].Ran == 0 || shared.Rows != 2 {
-		t.Fatalf("the other experiment's arms %+v, rows %d: want naive at seed 3 only, iterations 0..1", shared.Arms, shared.Rows)
+	if len(shared.Arms) != 2 || shared.Arms[0].Ran == 0 || shared.Arms[1].Ran != 0 || shared.Arms[1].Resumed == 0 || shared.Rows != 4 ||
+		!strings.Contains(out, "committed on exp/tiny/stepo/s3; shared") {
+		t.Fatalf("the other experiment's arms %+v, rows %d: want naive run and same shared from tiny's stepo, at seed 3 only, iterations 0..1\n%s", shared.Arms, shared.Rows, out)
+	}
+	cmp, err := run(t, "query", "--lake", lk, "--format", "csv", `SELECT experiment, iteration, heldout_success, train_success, items, tokens, train_seconds
+		FROM experiments WHERE (experiment, variant) IN (('tiny', 'stepo'), ('other', 'same')) ORDER BY iteration, experiment`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := csvRows(t, cmp)
+	if len(rows) != 4 {
+		t.Fatalf("shared arm rows:\n%s", cmp)
+	}
+	for i := 0; i < 4; i += 2 {
+		a, b := rows[i], rows[i+1]
+		delete(a, "experiment")
+		delete(b, "experiment")
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("the shared arm's rows differ from its donor's:\n%s", cmp)
+		}
+	}
+	sameLog, err := l.Log(ctx, "exp/other/same/s3", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mp map[string]any
+	json.Unmarshal(sameLog[0].Params, &mp)
+	if sameLog[0].Stage != "experiment" || mp["experiment"] != "other" || mp["variant"] != "same" || mp["shared_from"] != "exp/tiny/stepo/s3" {
+		t.Fatalf("the shared arm's head is not its marker: %s %s", sameLog[0].Stage, sameLog[0].Params)
 	}
 
 	// An edited file whose variant now runs another config does not pile
