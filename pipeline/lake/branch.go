@@ -94,6 +94,23 @@ func (l *Lake) DeleteBranch(ctx context.Context, name string) (string, error) {
 			return id, fmt.Errorf("branch delete %s: the branch is deleted, but: %w", name, err)
 		}
 	}
+	// The branch's resume tags (<name>/run/<id>/<step>, see loop.DoneTag)
+	// go with it: a branch of that name created again starts its runs
+	// over instead of resuming from snapshots it does not reach.
+	runTags, err := l.store.List(ctx, tagsDir+name+"/run/")
+	if err != nil {
+		return id, fmt.Errorf("branch delete %s: the branch is deleted, but listing its run tags: %w", name, err)
+	}
+	for _, k := range runTags {
+		if err := l.store.Delete(ctx, k); err != nil {
+			return id, fmt.Errorf("branch delete %s: the branch is deleted, but its run tag %s: %w", name, strings.TrimPrefix(k, tagsDir), err)
+		}
+		if loc, ok := l.store.(*Local); ok {
+			if err := loc.forgetRef(k, tagsDir); err != nil {
+				return id, fmt.Errorf("branch delete %s: the branch is deleted, but: %w", name, err)
+			}
+		}
+	}
 	return id, nil
 }
 

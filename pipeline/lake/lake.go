@@ -261,9 +261,11 @@ func (l *Lake) claimable(ctx context.Context, dir, otherDir, otherKind, name str
 	if err := l.checkRefPath(ctx, dir, name); err != nil {
 		return err
 	}
+	// A folder of the other kind's refs is no ref of that name: a branch
+	// deleted and created again finds its old run tags <name>/run/...
 	if cur, err := l.readRef(ctx, otherDir+name); err == nil {
 		return fmt.Errorf("a %s of that name exists (at %s); a name is a branch or a tag, never both: %w", otherKind, short(cur), ErrExist)
-	} else if !errors.Is(err, ErrNotExist) {
+	} else if !errors.Is(err, ErrNotExist) && !errors.Is(err, errRefFolder) {
 		return err
 	}
 	return nil

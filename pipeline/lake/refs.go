@@ -69,6 +69,14 @@ func refProblem(b []byte) string {
 
 func formatRef(id string) []byte { return []byte(id + "\n") }
 
+// errRefFolder marks readRef's error for a key that is a folder of other
+// refs (tags <branch>/run/... under a branch's name): no ref of that name.
+var errRefFolder = folderError{}
+
+type folderError struct{}
+
+func (folderError) Error() string { return "" }
+
 // readRef reads and parses the ref at key: ErrNotExist if there is none,
 // ErrCorrupt if it is malformed (or a directory).
 func (l *Lake) readRef(ctx context.Context, key string) (string, error) {
@@ -79,7 +87,7 @@ func (l *Lake) readRef(ctx context.Context, key string) (string, error) {
 		// a), so no ref lies there.
 		return "", fmt.Errorf("ref %s: %w", key, ErrNotExist)
 	case errors.Is(err, syscall.EISDIR):
-		return "", fmt.Errorf("ref %s: %w: it is a directory, not a file", key, ErrCorrupt)
+		return "", fmt.Errorf("ref %s: %w: it is a directory, not a file%w", key, ErrCorrupt, errRefFolder)
 	case err != nil:
 		return "", fmt.Errorf("read ref %s: %w", key, err)
 	}

@@ -94,3 +94,70 @@ func TestRunsOnTwoBranchesEachRunEveryStep(t *testing.T) {
 		t.Fatalf("the branch runs moved main from %s to %s", first[0].ID, mainHead)
 	}
 }
+
+// TestRecreatedBranchStartsOver: deleting a branch takes its run tags with
+// it, so a branch of that name created again runs every step; and a done
+// tag whose snapshot the branch does not reach is refused, not resumed.
+func TestRecreatedBranchStartsOver(t *testing.T) {
+	ctx := context.Background()
+	l, err := lake.OpenDir(ctx, t.TempDir(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran []string
+	if err := committer(l, &ran)(ctx, []string{"root"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := l.Head(ctx)
+	c := Default()
+	c.Iterations, c.Synthesize.Count, c.Audits = 1, 0, nil
+	steps := len(Plan(c))
+	if _, err := l.CreateBranch(ctx, "exp/a", root); err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.OnBranch("exp/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran = nil
+	if _, err := Run(ctx, b, c, committer(b, &ran), io.Discard); err != nil || len(ran) != steps {
+		t.Fatalf("first run: ran %d of %d, %v", len(ran), steps, err)
+	}
+	aHead, _ := b.Head(ctx)
+	if _, err := l.DeleteBranch(ctx, "exp/a"); err != nil {
+		t.Fatal(err)
+	}
+	tags, _ := l.Tags(ctx)
+	for name := range tags {
+		if strings.HasPrefix(name, "exp/a/") {
+			t.Fatalf("branch delete left its run tag %s", name)
+		}
+	}
+	if _, err := l.CreateBranch(ctx, "exp/a", root); err != nil {
+		t.Fatal(err)
+	}
+	ran = nil
+	if _, err := Run(ctx, b, c, committer(b, &ran), io.Discard); err != nil || len(ran) != steps {
+		t.Fatalf("rerun on the re-created branch: ran %d of %d steps, %v", len(ran), steps, err)
+	}
+
+	// A done tag naming a snapshot off the branch (another branch's).
+	if _, err := l.CreateBranch(ctx, "exp/b", root); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Tag(ctx, DoneTag("exp/b", RunID(c), Plan(c)[0].Key), aHead); err != nil {
+		t.Fatal(err)
+	}
+	bb, err := l.OnBranch("exp/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran = nil
+	_, err = Run(ctx, bb, c, committer(bb, &ran), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "which branch exp/b does not reach") || len(ran) != 0 {
+		t.Fatalf("run from a stale tag: ran %v, err %v", ran, err)
+	}
+	if head, _ := bb.Head(ctx); head != root {
+		t.Fatalf("the refused run moved the branch to %s", head)
+	}
+}

@@ -37,6 +37,43 @@ func DoneTag(branch, run, key string) string {
 	return branch + "/run/" + run + "/" + key
 }
 
+// checkDoneReachable refuses to resume from done tags whose snapshots the
+// branch no longer reaches: a branch deleted and created again keeps its
+// old run's tags (tags are immutable), and resuming from them would skip
+// every step and leave the new branch without their commits.
+func checkDoneReachable(ctx context.Context, l *lake.Lake, br, run string, steps []Step, tags map[string]string) error {
+	var reach map[string]bool
+	for _, s := range steps {
+		id, ok := tags[DoneTag(br, run, s.Key)]
+		if !ok {
+			continue
+		}
+		if reach == nil {
+			log, err := l.Log(ctx, br, 0)
+			if err != nil {
+				return err
+			}
+			reach = map[string]bool{}
+			for _, m := range log {
+				reach[m.ID] = true
+			}
+		}
+		if !reach[id] {
+			return fmt.Errorf("step %s of run %s is tagged done at snapshot %s, which branch %s does not reach "+
+				"(was the branch deleted and created again?): its tags still name that run; "+
+				"use another branch (or experiment) name, or change the config", s.Key, run, short(id), br)
+		}
+	}
+	return nil
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
 // StartedSuffix makes a step's done tag its start tag: the branch head the
 // step started from (a group's steps share it).
 const StartedSuffix = ".started"
@@ -69,6 +106,9 @@ func RunSteps(ctx context.Context, l *lake.Lake, run string, steps []Step, exec 
 	startTag := func(run, key string) string { return startTag(br, run, key) }
 	tags, err := l.Tags(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkDoneReachable(ctx, l, br, run, steps, tags); err != nil {
 		return nil, err
 	}
 	weights := make([]float64, len(steps))

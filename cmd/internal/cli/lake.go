@@ -60,7 +60,7 @@ Example:
 					{Name: "list", Usage: "every branch and its head", Flags: []cli.Flag{lakeFlag, jsonFlag},
 						Description: "Example: cualake lake branch list --json", Action: lakeBranchList},
 					{Name: "delete", Usage: "remove a branch ref (never data)", ArgsUsage: "NAME", Flags: []cli.Flag{lakeFlag, jsonFlag},
-						Description: "main cannot be deleted; the snapshots stay, readable by id.\nExample: cualake lake branch delete exp/a", Action: lakeBranchDelete},
+						Description: "main cannot be deleted; the snapshots stay, readable by id. The branch's run (resume) tags,\nNAME/run/..., go with it, so a branch created again under that name runs its steps again.\nExample: cualake lake branch delete exp/a", Action: lakeBranchDelete},
 				}},
 			{Name: "verify", Usage: "re-hash every data file and check every manifest and ref", Flags: []cli.Flag{lakeFlag, jsonFlag},
 				Description: "Exits 4 when anything is wrong.\nExample: cualake lake verify --json", Action: lakeVerify},
