@@ -284,84 +284,101 @@ func runPrefix(ctx context.Context, l *lake.Lake, p *Plan, pre *Prefix, from str
 // adoptPrefix lets one lake compute a prefix once for every experiment:
 // when pre's steps are not committed on its branch and another
 // experiment's prefix branch with the same steps and seed (the same
-// p<hash>/s<seed>) has committed all of them, pre's branch is created at
-// that snapshot and given the same done and start tags, so every step
+// p<hash>/s<seed>) has committed all of them, pre's branch gets the same
+// done and start tags and then is created at that snapshot, so every step
 // resumes and iteration 0's seconds are the ones measured when it ran. A
 // partly committed one is not adopted (pre runs from the fork point).
 func adoptPrefix(ctx context.Context, l *lake.Lake, pre *Prefix, log io.Writer) error {
-	tags, err := l.Tags(ctx)
-	if err != nil {
-		return err
-	}
-	done := func(branch string) (map[string]string, bool) {
-		out := map[string]string{}
-		for _, s := range pre.Steps {
-			t := loop.DoneTag(branch, pre.RunID, s.Key)
-			id, ok := tags[t]
-			if !ok {
-				return nil, false
-			}
-			out[s.Key] = id
-			if st, ok := tags[t+loop.StartedSuffix]; ok {
-				out[s.Key+loop.StartedSuffix] = st
-			}
-		}
-		return out, true
-	}
-	if _, ok := done(pre.Branch); ok {
-		return nil
-	}
 	i := strings.Index(pre.Branch, prefixDir)
 	if i < 0 {
 		return nil
 	}
 	tail := pre.Branch[i:]
+	return adopt(ctx, l, pre.Branch, pre.RunID, pre.Steps, log, "prefix", func(name string) bool {
+		return strings.HasSuffix(name, tail)
+	}, nil)
+}
+
+// adopt gives branch the run tags of the first donor (a branch named by
+// want, sorted) on which every step of run is done, with nothing
+// committed after the last (and accepted by check, when set), and then
+// creates branch at that snapshot. Tags first: a kill before the branch
+// exists leaves complete tags, from which the rerun creates it. A branch
+// that exists already is left alone.
+func adopt(ctx context.Context, l *lake.Lake, branch, run string, steps []loop.Step, log io.Writer, what string,
+	want func(string) bool, check func(donor, head string) (bool, error)) error {
 	branches, err := l.Branches(ctx)
 	if err != nil {
 		return err
 	}
+	if _, ok := branches[branch]; ok {
+		return nil
+	}
+	tags, err := l.Tags(ctx)
+	if err != nil {
+		return err
+	}
+	last := steps[len(steps)-1].Key
+	if own, ok := runTags(tags, branch, run, steps); ok {
+		_, err := l.CreateBranch(ctx, branch, own[last]) // tagged, then killed
+		return err
+	}
 	var donors []string
 	for name := range branches {
-		if name != pre.Branch && strings.HasPrefix(name, "exp/") && strings.HasSuffix(name, tail) {
+		if name != branch && strings.HasPrefix(name, "exp/") && want(name) {
 			donors = append(donors, name)
 		}
 	}
 	sort.Strings(donors)
 	for _, donor := range donors {
-		got, ok := done(donor)
-		if !ok {
+		got, ok := runTags(tags, donor, run, steps)
+		if !ok || branches[donor] != got[last] {
 			continue
 		}
-		head := got[pre.Steps[len(pre.Steps)-1].Key]
-		if cur, ok := branches[pre.Branch]; ok && cur != head {
-			return nil // pre's own branch, part-way: it resumes itself
-		} else if !ok {
-			if _, err := l.CreateBranch(ctx, pre.Branch, head); err != nil {
-				return fmt.Errorf("sharing the prefix of %s: %w", donor, err)
+		if check != nil {
+			if ok, err := check(donor, got[last]); err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				continue
 			}
 		}
-		// The branch first (a tag under its name would make its name a
-		// folder), then the tags; a kill between them is finished by the
-		// rerun, which finds the branch at the donor's snapshot.
 		keys := make([]string, 0, len(got))
 		for k := range got {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			step, suffix := strings.CutSuffix(k, loop.StartedSuffix)
-			name := loop.DoneTag(pre.Branch, pre.RunID, step)
-			if suffix {
-				name += loop.StartedSuffix
-			}
-			if _, err := l.Tag(ctx, name, got[k]); err != nil {
-				return fmt.Errorf("sharing the prefix of %s: %w", donor, err)
+			if _, err := l.Tag(ctx, loop.DoneTag(branch, run, k), got[k]); err != nil {
+				return fmt.Errorf("sharing the %s of %s: %w", what, donor, err)
 			}
 		}
-		fmt.Fprintf(log, "prefix: the same steps are committed on %s; shared (snapshot %s), not recomputed\n", donor, short(head))
+		if _, err := l.CreateBranch(ctx, branch, got[last]); err != nil {
+			return fmt.Errorf("sharing the %s of %s: %w", what, donor, err)
+		}
+		fmt.Fprintf(log, "%s: the same steps of run %s are committed on %s; shared (snapshot %s), not recomputed\n", what, run, donor, short(got[last]))
 		return nil
 	}
 	return nil
+}
+
+// runTags are branch's done and start tags of run's steps, by the part
+// after <branch>/run/<run>/ (the step key, or it and loop.StartedSuffix);
+// ok only if every step is done.
+func runTags(tags map[string]string, branch, run string, steps []loop.Step) (map[string]string, bool) {
+	out := map[string]string{}
+	for _, s := range steps {
+		t := loop.DoneTag(branch, run, s.Key)
+		id, ok := tags[t]
+		if !ok {
+			return nil, false
+		}
+		out[s.Key] = id
+		if st, ok := tags[t+loop.StartedSuffix]; ok {
+			out[s.Key+loop.StartedSuffix] = st
+		}
+	}
+	return out, true
 }
 
 func short(id string) string {
@@ -384,7 +401,7 @@ func count(br *BranchResult, steps []loop.StepResult) {
 func runArm(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, prefixHead string, opt Options, log io.Writer) (BranchResult, error) {
 	t0 := time.Now()
 	br := BranchResult{Branch: a.Branch, Variant: a.Variant, Seed: a.Seed}
-	if err := adoptArm(ctx, l, p, a, prefixHead, log); err != nil {
+	if err := adoptArm(ctx, l, a, prefixHead, log); err != nil {
 		return br, err
 	}
 	if _, err := ensureBranch(ctx, l, a.Branch, prefixHead); err != nil {
@@ -414,116 +431,75 @@ func runArm(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, prefixHead strin
 
 // adoptArm shares a finished run between experiments: when a's branch does
 // not exist yet and another experiment's branch ran the same config and
-// seed (the same run id) from the same prefix snapshot to the end (every
-// step done, nothing committed after), a's branch is created at that
-// branch's head with its done and start tags, and a marker commit on top
-// names a's experiment and variant. The data files are the donor's:
-// same inputs, config and seed give the same files on one machine type.
-func adoptArm(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, prefixHead string, log io.Writer) error {
-	branches, err := l.Branches(ctx)
-	if err != nil {
-		return err
-	}
-	if _, ok := branches[a.Branch]; ok {
-		return nil
-	}
+// seed (the same run id) from the same prefix snapshot to the end, a's
+// branch gets its tags and is created at its head (adopt); markBranch then
+// commits a's marker on top. The data files are the donor's: same inputs,
+// config and seed give the same files on one machine type.
+func adoptArm(ctx context.Context, l *lake.Lake, a *Arm, prefixHead string, log io.Writer) error {
 	steps := suffixSteps(a.Config)
 	if len(steps) == 0 {
 		return nil
 	}
-	tags, err := l.Tags(ctx)
+	run, seed := loop.RunID(a.Config), fmt.Sprintf("/s%d", a.Seed)
+	return adopt(ctx, l, a.Branch, run, steps, log, "variant", func(name string) bool {
+		return strings.HasSuffix(name, seed) && !strings.Contains(name, prefixDir)
+	}, func(donor, head string) (bool, error) {
+		row, err := runRow(ctx, l, head)
+		if err != nil {
+			return false, fmt.Errorf("the run of %s: %w", donor, err)
+		}
+		// Another prefix snapshot (another machine's, say) is another run.
+		return row != nil && row.RunID == run && row.PrefixSnapshot == prefixHead, nil
+	})
+}
+
+// runRow is the experiment_runs row of the snapshot id (nil if none).
+func runRow(ctx context.Context, l *lake.Lake, id string) (*schemas.ExperimentRun, error) {
+	m, err := l.Snapshot(ctx, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	run := loop.RunID(a.Config)
-	seed := fmt.Sprintf("/s%d", a.Seed)
-	var donors []string
-	for name := range branches {
-		if name != a.Branch && strings.HasPrefix(name, "exp/") && strings.HasSuffix(name, seed) && !strings.Contains(name, prefixDir) {
-			donors = append(donors, name)
-		}
+	if tf, ok := m.Tables[schemas.ExperimentRuns.Name]; !ok || tf.Rows == 0 {
+		return nil, nil
 	}
-	sort.Strings(donors)
-	for _, donor := range donors {
-		got := map[string]string{}
-		complete := true
-		for _, s := range steps {
-			t := loop.DoneTag(donor, run, s.Key)
-			id, ok := tags[t]
-			if !ok {
-				complete = false
-				break
-			}
-			got[loop.DoneTag(a.Branch, run, s.Key)] = id
-			if st, ok := tags[t+loop.StartedSuffix]; ok {
-				got[loop.DoneTag(a.Branch, run, s.Key)+loop.StartedSuffix] = st
-			}
-		}
-		head := branches[donor]
-		if !complete || head != tags[loop.DoneTag(donor, run, steps[len(steps)-1].Key)] {
-			continue
-		}
-		m, err := l.Snapshot(ctx, head)
-		if err != nil {
-			return err
-		}
-		rows, err := lake.ReadTable(ctx, l, m, schemas.ExperimentRuns)
-		if err != nil {
-			return fmt.Errorf("the run of %s: %w", donor, err)
-		}
-		if len(rows) != 1 || rows[0].RunID != run || rows[0].PrefixSnapshot != prefixHead {
-			continue // another prefix snapshot (another machine's, say): not the same run
-		}
-		if _, err := l.CreateBranch(ctx, a.Branch, head); err != nil {
-			return fmt.Errorf("sharing the run of %s: %w", donor, err)
-		}
-		names := make([]string, 0, len(got))
-		for n := range got {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			if _, err := l.Tag(ctx, n, got[n]); err != nil {
-				return fmt.Errorf("sharing the run of %s: %w", donor, err)
-			}
-		}
-		b, err := l.OnBranch(a.Branch)
-		if err != nil {
-			return err
-		}
-		if err := writeMarker(ctx, b, p, a, prefixHead, donor); err != nil {
-			return fmt.Errorf("sharing the run of %s: %w", donor, err)
-		}
-		fmt.Fprintf(log, "variant: the same run (config and seed, from prefix %s) is committed on %s; shared, not recomputed\n", short(prefixHead), donor)
-		return nil
+	rows, err := lake.ReadTable(ctx, l, m, schemas.ExperimentRuns)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	if len(rows) != 1 {
+		return nil, fmt.Errorf("snapshot %s: %d experiment_runs rows, want 1", short(id), len(rows))
+	}
+	return &rows[0], nil
 }
 
 // markBranch makes the branch's first commit its experiment_runs row, so
 // its lineage names the experiment and variant. A branch whose head
-// already has it (a rerun) is left alone.
+// already has it (a rerun) is left alone; one whose head is another
+// experiment's finished run of the same config (adoptArm) gets the row on
+// top, naming the run it shares.
 func markBranch(ctx context.Context, b *lake.Lake, p *Plan, a *Arm, prefixHead string) error {
-	m, err := b.At(ctx, "")
+	head, err := b.Head(ctx)
 	if err != nil {
 		return err
 	}
-	if tf, ok := m.Tables[schemas.ExperimentRuns.Name]; ok && tf.Rows > 0 {
-		// A rerun: the branch must be this arm's, not one an earlier
-		// version of the file ran with other settings.
-		rows, err := lake.ReadTable(ctx, b, m, schemas.ExperimentRuns)
-		if err != nil {
-			return err
-		}
-		if len(rows) != 1 || rows[0].RunID != loop.RunID(a.Config) || rows[0].PrefixSnapshot != prefixHead {
-			return fmt.Errorf("branch %s already holds a run of another config or prefix (%s %s; now %s from %s): "+
-				"the experiment file changed since; rename the experiment or delete its branches (cualake lake branch delete)",
-				a.Branch, orNone(rows, func(r schemas.ExperimentRun) string { return r.RunID }),
-				orNone(rows, func(r schemas.ExperimentRun) string { return r.PrefixSnapshot }), loop.RunID(a.Config), prefixHead)
-		}
-		return nil
+	row, err := runRow(ctx, b, head)
+	if err != nil {
+		return fmt.Errorf("branch %s: %w", a.Branch, err)
 	}
-	return writeMarker(ctx, b, p, a, prefixHead, "")
+	if row == nil {
+		return writeMarker(ctx, b, p, a, prefixHead, "")
+	}
+	// A rerun: the branch must be this arm's, not one an earlier version
+	// of the file ran with other settings.
+	if row.RunID != loop.RunID(a.Config) || row.PrefixSnapshot != prefixHead {
+		return fmt.Errorf("branch %s already holds a run of another config or prefix (%s %s; now %s from %s): "+
+			"the experiment file changed since; rename the experiment or delete its branches (cualake lake branch delete)",
+			a.Branch, row.RunID, row.PrefixSnapshot, loop.RunID(a.Config), prefixHead)
+	}
+	if row.Experiment != p.Spec.Name || row.Variant != a.Variant {
+		return writeMarker(ctx, b, p, a, prefixHead, row.Branch)
+	}
+	return nil
 }
 
 // writeMarker commits a's experiment_runs row on b: the branch's first
@@ -554,13 +530,6 @@ func writeMarker(ctx context.Context, b *lake.Lake, p *Plan, a *Arm, prefixHead,
 	}
 	_, err = tx.Commit(ctx, lake.CommitInfo{Stage: "experiment", Seed: a.Seed, Inputs: []string{prefixHead}, Params: params, Message: msg})
 	return err
-}
-
-func orNone(rows []schemas.ExperimentRun, f func(schemas.ExperimentRun) string) string {
-	if len(rows) == 0 {
-		return "none"
-	}
-	return f(rows[0])
 }
 
 // lineLog writes whole lines from several branches, each prefixed, one

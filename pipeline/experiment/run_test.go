@@ -97,6 +97,21 @@ func TestAdoptPrefixSharesACommittedPrefix(t *testing.T) {
 		t.Errorf("log %q: want one line naming the donor", log.String())
 	}
 
+	// Killed after the tags, before the branch: the rerun creates it at
+	// the last step's tag.
+	pre3 := &Prefix{Branch: "exp/d" + prefixDir + "p1234abcd/s1", RunID: run, Steps: steps, Seed: 1}
+	for _, k := range []string{"warm-sft", PrefixEnd} {
+		if _, err := l.Tag(ctx, loop.DoneTag(pre3.Branch, run, k), tags[loop.DoneTag(donor, run, k)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := adoptPrefix(ctx, l, pre3, &log); err != nil {
+		t.Fatal(err)
+	}
+	if branches, _ = l.Branches(ctx); branches[pre3.Branch] != last {
+		t.Fatalf("tagged but not created: %s at %q, want %s", pre3.Branch, branches[pre3.Branch], last)
+	}
+
 	// Seed 2's only candidate is partial: no branch is made, the prefix runs.
 	pre2 := &Prefix{Branch: "exp/b" + prefixDir + "p1234abcd/s2", RunID: run, Steps: steps, Seed: 2}
 	if err := adoptPrefix(ctx, l, pre2, &log); err != nil {
