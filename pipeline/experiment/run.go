@@ -174,6 +174,7 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 		select {
 		case <-d.ch:
 		case <-ctx.Done():
+			continue // cancelled (d.head may still be written)
 		}
 		if d.head == "" || !acquire() {
 			continue // the prefix failed (and said so), or the run is cancelled
@@ -195,6 +196,9 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 	wg.Wait()
 	if len(errs) > 0 {
 		return res, errors.Join(errs...)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("experiment %s: %w", p.Spec.Name, err) // interrupted: the rerun continues
 	}
 	sort.Slice(res.Prefixes, func(i, j int) bool { return res.Prefixes[i].Branch < res.Prefixes[j].Branch })
 	sort.Slice(res.Arms, func(i, j int) bool { return res.Arms[i].Branch < res.Arms[j].Branch })
