@@ -170,6 +170,36 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 		t.Fatalf("per-app query: %d of %d held-out tasks pass at the end, experiments says %v\n%s", passed, tasks, q.Rows[1][2], perApp)
 	}
 
+	// The samplers query of docs/experiments.md, on this experiment: one
+	// row per variant, held-out success at the last iteration as the table
+	// has it, the gain from iteration 0, and the zero-variance share.
+	sampSQL := filepath.Join(dir, "samplers.sql")
+	sq := strings.ReplaceAll(docsSQL(t, "experiments.md", "-- experiments: samplers, final numbers"), "'samplers'", "'tiny'")
+	if err := os.WriteFile(sampSQL, []byte(sq), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	samp, err := run(t, "query", "--lake", lk, "--format", "csv", "--file", sampSQL)
+	if err != nil {
+		t.Fatalf("samplers query: %v\n%s", err, samp)
+	}
+	sr := csvRows(t, samp)
+	if len(sr) != 2 || sr[0]["variant"] != "grpo" || sr[1]["variant"] != "stepo" || sr[0]["seeds"] != "1" {
+		t.Fatalf("samplers query rows:\n%s", samp)
+	}
+	for i, v := range []int{1, 3} { // q.Rows: per variant, iterations 0 and 1
+		h0, h1 := q.Rows[v-1][2].(float64), q.Rows[v][2].(float64)
+		held, err1 := strconv.ParseFloat(sr[i]["heldout"], 64)
+		gain, err2 := strconv.ParseFloat(sr[i]["gain"], 64)
+		train, err3 := strconv.ParseFloat(sr[i]["train"], 64)
+		if err1 != nil || err2 != nil || err3 != nil || math.Abs(held-100*h1) > 0.051 || math.Abs(gain-100*(h1-h0)) > 0.051 ||
+			math.Abs(train-100*q.Rows[v][3].(float64)) > 0.051 {
+			t.Fatalf("samplers query %v: want held-out %.3f, gain %.3f, train %v from the table", sr[i], h1, h1-h0, q.Rows[v][3])
+		}
+		if _, err := strconv.ParseFloat(sr[i]["zero_var"], 64); err != nil {
+			t.Fatalf("samplers query %v: zero_var", sr[i])
+		}
+	}
+
 	// A rerun redoes nothing and commits nothing new.
 	out, err := run(t, "experiment", "run", exp, "--lake", lk, "--json")
 	if err != nil {
