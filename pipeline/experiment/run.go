@@ -340,10 +340,11 @@ func adopt(ctx context.Context, l *lake.Lake, branch, run string, steps []loop.S
 			continue
 		}
 		if check != nil {
-			if ok, err := check(donor, got[last]); err != nil || !ok {
-				if err != nil {
-					return err
-				}
+			same, err := check(donor, got[last])
+			if err != nil {
+				return err
+			}
+			if !same {
 				continue
 			}
 		}
@@ -360,7 +361,7 @@ func adopt(ctx context.Context, l *lake.Lake, branch, run string, steps []loop.S
 		if _, err := l.CreateBranch(ctx, branch, got[last]); err != nil {
 			return fmt.Errorf("sharing the %s of %s: %w", what, donor, err)
 		}
-		fmt.Fprintf(log, "%s: the same steps of run %s are committed on %s; shared (snapshot %s), not recomputed\n", what, run, donor, short(got[last]))
+		fmt.Fprintf(log, "%s: the same steps of run %s are committed on %s; shared (snapshot %s), not recomputed\n", what, run, donor, lake.ShortID(got[last]))
 		return nil
 	}
 	return nil
@@ -383,13 +384,6 @@ func runTags(tags map[string]string, branch, run string, steps []loop.Step) (map
 		}
 	}
 	return out, true
-}
-
-func short(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }
 
 func count(br *BranchResult, steps []loop.StepResult) {
@@ -471,7 +465,7 @@ func runRow(ctx context.Context, l *lake.Lake, id string) (*schemas.ExperimentRu
 		return nil, err
 	}
 	if len(rows) != 1 {
-		return nil, fmt.Errorf("snapshot %s: %d experiment_runs rows, want 1", short(id), len(rows))
+		return nil, fmt.Errorf("snapshot %s: %d experiment_runs rows, want 1", lake.ShortID(id), len(rows))
 	}
 	return &rows[0], nil
 }

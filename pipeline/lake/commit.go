@@ -327,6 +327,10 @@ func (t *Txn) overlap(ctx context.Context, parent string, head *Manifest) []stri
 	return clash
 }
 
+// ShortID is a snapshot id as the lake's messages print it: its first 12
+// characters.
+func ShortID(id string) string { return short(id) }
+
 func short(id string) string {
 	if len(id) > 12 {
 		return id[:12]

@@ -61,17 +61,10 @@ func checkDoneReachable(ctx context.Context, l *lake.Lake, br, run string, steps
 		if !reach[id] {
 			return fmt.Errorf("step %s of run %s is tagged done at snapshot %s, which branch %s does not reach "+
 				"(was the branch deleted and created again?): its tags still name that run; "+
-				"use another branch (or experiment) name, or change the config", s.Key, run, short(id), br)
+				"use another branch (or experiment) name, or change the config", s.Key, run, lake.ShortID(id), br)
 		}
 	}
 	return nil
-}
-
-func short(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }
 
 // StartedSuffix makes a step's done tag its start tag: the branch head the
