@@ -232,3 +232,25 @@ func TestAsyncPlan(t *testing.T) {
 		t.Fatal("async must reorder the steps, not add or drop any")
 	}
 }
+
+// TestRunIDSpelledOutDefault: rollout.reward "judge" is the stage's default,
+// so spelling it out must name the run that leaving it out names (an
+// experiment's judge variant then shares another's default run), while a
+// different reward is a different run.
+func TestRunIDSpelledOutDefault(t *testing.T) {
+	c := Default()
+	c.Rollout.Reward = ""
+	judge := c
+	judge.Rollout.Reward = "judge"
+	verifier := c
+	verifier.Rollout.Reward = "verifier"
+	if RunID(judge) != RunID(c) {
+		t.Fatalf("reward judge: run %s, want the default's %s", RunID(judge), RunID(c))
+	}
+	if RunID(verifier) == RunID(c) {
+		t.Fatalf("reward verifier names the default's run %s", RunID(c))
+	}
+	if judge.Rollout.Reward != "judge" {
+		t.Fatalf("RunID changed its argument: reward %q", judge.Rollout.Reward)
+	}
+}

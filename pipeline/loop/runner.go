@@ -19,7 +19,14 @@ import (
 type Executor func(ctx context.Context, command, flags []string) error
 
 // RunID identifies a config: the same config and seed resume the same run.
+// A default spelled out names the same run as the default left out
+// (rollout.reward "judge" is ""), so that an experiment variant setting it
+// shares the run of one that does not; the empty form is hashed, which keeps
+// the ids of runs committed before this rule.
 func RunID(c Config) string {
+	if c.Rollout.Reward == "judge" {
+		c.Rollout.Reward = ""
+	}
 	b, _ := json.Marshal(c)
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])[:12]
