@@ -13,7 +13,9 @@
 //	-min(min(r, 3.0)·A, clip(r, 0.8, 1.28)·A) + 1e-4·(exp(ref-logp) - (ref-logp) - 1)
 //
 // averaged over the masked tokens of the batch (DAPO's token-level mean), or
-// per item then over items (LossConfig.Agg, STEPO's eq. 13). Advantages come
+// per item and summed over the items (LossConfig.Agg, EvoCUA-1.5 eq. 13 for
+// --advantage stepo, eq. 7 for naive: the two differ only in the advantage
+// a step item carries, A_i/|T_i| or A_i). Advantages come
 // from the segments rows (pipeline/advantage).
 //
 // Reproducibility: initial weights are drawn in Go from the model seed,

@@ -22,7 +22,7 @@ const MinTasks = 3
 const (
 	AdvGRPO  = "grpo"  // every item of a trajectory carries its group advantage
 	AdvSTEPO = "stepo" // A_i / |T_i| per step (EvoCUA-1.5 STEPO)
-	AdvNaive = "naive" // same as grpo: the length-biased reuse STEPO corrects
+	AdvNaive = "naive" // A_i per step, summed over steps (EvoCUA-1.5 eq. 7): the length-biased reuse STEPO corrects
 )
 
 // turnSeed is the sampling seed of one turn of an episode.

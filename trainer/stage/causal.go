@@ -575,9 +575,7 @@ func runCausalGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params
 	defer opt.Close()
 	gopts := trainer.DefaultGRPOOptions()
 	gopts.Temperature = p.Temperature
-	if p.Advantage == agent.AdvSTEPO {
-		gopts.Agg = trainer.ItemSumTokenMean // eq. 13: token mean per step item, summed
-	}
+	gopts.Agg = lossAggregation(p.Advantage)
 	t0 := time.Now()
 	for step := 0; step < p.Steps; step++ {
 		mb := mbs[step%len(mbs)]
@@ -630,4 +628,16 @@ func finishCausal(model *causal.Model, out *Output, version, parent int32, objec
 		return nil, err
 	}
 	return seal(out, data, CausalMime, version, parent, objective, p, iteration), nil
+}
+
+// lossAggregation is the loss aggregation of an advantage mode. STEPO (eq.
+// 13) and naive step-level GRPO (eq. 7) both take the token mean of each
+// step item and sum over the items, so that the two differ only in the
+// advantage each step carries (A_i/|T_i| against A_i), as in EvoCUA-1.5's
+// comparison; grpo is the token mean over the batch (ScaleCUA eq. 3, DAPO).
+func lossAggregation(adv string) trainer.Aggregation {
+	if adv == agent.AdvSTEPO || adv == agent.AdvNaive {
+		return trainer.ItemSumTokenMean
+	}
+	return trainer.TokenMean
 }

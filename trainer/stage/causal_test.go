@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/cualake/cualake/schemas"
+	"github.com/cualake/cualake/trainer"
+	"github.com/cualake/cualake/trainer/agent"
 	"github.com/cualake/cualake/trainer/causal"
 )
 
@@ -178,5 +180,22 @@ func TestEncDecRemoved(t *testing.T) {
 	err = CheckCheckpoint(ck, []byte("junk"))
 	if err == nil || errors.Is(err, ErrEncDecRemoved) || !strings.Contains(err.Error(), "checkpoint v3") {
 		t.Fatalf("junk checkpoint: %v", err)
+	}
+}
+
+// TestLossAggregationByAdvantage: STEPO and naive step-level GRPO share
+// eq. 13's aggregation (token mean per item, summed), so the stepo.yaml
+// comparison differs only in the advantage a step carries; grpo keeps the
+// batch token mean. With naive on grpo's aggregation the two variants were
+// one computation (identical rows in the vcs lake, seed 1).
+func TestLossAggregationByAdvantage(t *testing.T) {
+	for adv, want := range map[string]trainer.Aggregation{
+		agent.AdvSTEPO: trainer.ItemSumTokenMean,
+		agent.AdvNaive: trainer.ItemSumTokenMean,
+		agent.AdvGRPO:  trainer.TokenMean,
+	} {
+		if got := lossAggregation(adv); got != want {
+			t.Errorf("advantage %s: aggregation %s, want %s", adv, got, want)
+		}
 	}
 }
