@@ -92,7 +92,7 @@ type Config struct {
 		// change. (rollout --tree-only itself remains, for oracle runs.)
 		TreeOnly bool `yaml:"tree_only" json:"tree_only"`
 		// Reward is the training rollouts' reward source: judge, verifier
-		// or both ("": the rollout stage's default, judge).
+		// or both ("": the rollout stage's default, DefaultReward).
 		Reward string `yaml:"reward" json:"reward,omitempty"`
 	} `yaml:"rollout" json:"rollout"`
 
@@ -199,7 +199,7 @@ func (c Config) Validate() error {
 	}
 	check(!c.Rollout.TreeOnly, "rollout.tree_only: the causal policy reads screenshots, so its rollouts record them (tree-only rollouts served the encoder-decoder, removed after commit 7878f89); delete the setting")
 	switch c.Rollout.Reward {
-	case "", "judge", "verifier", "both":
+	case "", DefaultReward, "verifier", "both":
 	default:
 		errs = append(errs, fmt.Errorf("rollout.reward is %q, want judge, verifier or both", c.Rollout.Reward))
 	}

@@ -14,17 +14,22 @@ import (
 	"github.com/cualake/cualake/pipeline/progress"
 )
 
+// DefaultReward is the rollout stage's reward source when none is named:
+// the task's programmatic judge. The rollout command's flag default and
+// RunID's rule read it, so the two cannot drift apart.
+const DefaultReward = "judge"
+
 // Executor runs one stage command against the lake (in-process, or as a
 // cluster job) and returns when its snapshot is committed.
 type Executor func(ctx context.Context, command, flags []string) error
 
 // RunID identifies a config: the same config and seed resume the same run.
 // A default spelled out names the same run as the default left out
-// (rollout.reward "judge" is ""), so that an experiment variant setting it
+// (rollout.reward DefaultReward is ""), so that an experiment variant setting it
 // shares the run of one that does not; the empty form is hashed, which keeps
 // the ids of runs committed before this rule.
 func RunID(c Config) string {
-	if c.Rollout.Reward == "judge" {
+	if c.Rollout.Reward == DefaultReward {
 		c.Rollout.Reward = ""
 	}
 	b, _ := json.Marshal(c)

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/loop"
 	"github.com/cualake/cualake/pipeline/progress"
 	"github.com/cualake/cualake/pipeline/rollout"
 	"github.com/cualake/cualake/pipeline/sample"
@@ -45,7 +46,7 @@ lacks) fail the run, each named with what blocks it, unless --skip-unsupported l
 			&cli.IntFlag{Name: "workers", Value: runtime.NumCPU(), Usage: "parallel episodes (output does not depend on it)"},
 			&cli.IntFlag{Name: "max-turns", Value: 50, Usage: "turn limit; hitting it gives the incomplete penalty -0.2"},
 			&cli.Int64Flag{Name: "seed", Usage: "run seed; episode seeds derive from it and (task, index)"},
-			&cli.StringFlag{Name: "reward", Value: "judge", Usage: "judge, verifier or both"},
+			&cli.StringFlag{Name: "reward", Value: loop.DefaultReward, Usage: "judge, verifier or both"},
 			&cli.BoolFlag{Name: "tree-only", Usage: "skip screenshots (faster)"},
 			&cli.StringFlag{Name: "source", Value: "rollout", Usage: "rollout (training), eval (held-out evaluation, never trained on) or warmstart (demonstrations)"},
 			&cli.StringFlag{Name: "split", Usage: "only tasks of this split (train or heldout)"},
@@ -112,7 +113,7 @@ func runRollout(c *cli.Context) error {
 	reward := c.String("reward")
 	var verifier rollout.Verifier
 	switch reward {
-	case "judge":
+	case loop.DefaultReward:
 	case "verifier", "both":
 		if newVerifier == nil {
 			return fmt.Errorf("--reward %s: the verifier: %w", reward, ErrNotBuilt)
