@@ -339,6 +339,13 @@ func adopt(ctx context.Context, l *lake.Lake, branch, run string, steps []loop.S
 		if !ok || branches[donor] != got[last] {
 			continue
 		}
+		// Another code version's run is not this run (loop.ErrOtherCodeVersion).
+		if m, err := l.Snapshot(ctx, got[last]); err != nil {
+			return fmt.Errorf("the %s of %s: %w", what, donor, err)
+		} else if !loop.SameCode(m) {
+			fmt.Fprintf(log, "%s: %s ran the same steps under %s (this is %s); not shared\n", what, donor, m.CodeVersion, lake.CodeVersion)
+			continue
+		}
 		if check != nil {
 			same, err := check(donor, got[last])
 			if err != nil {

@@ -17,7 +17,12 @@ const FormatVersion = 1
 
 // CodeVersion is recorded in every manifest. It is part of the content hash:
 // the same inputs under a different code version are a different snapshot.
-const CodeVersion = "cualake/0.1.0"
+// Bump it with every change that alters a stage's output for the same
+// inputs, params and seed: a run does not resume a step another version
+// committed (loop.ErrOtherCodeVersion), since run ids hash the config and
+// not the code. 0.1.1: train --advantage naive aggregates as EvoCUA-1.5
+// eq. 7 (591d7d0), and the resume rule itself.
+const CodeVersion = "cualake/0.1.1"
 
 // File is one immutable data file of a table.
 type File struct {

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -159,5 +160,44 @@ func TestRecreatedBranchStartsOver(t *testing.T) {
 	}
 	if head, _ := bb.Head(ctx); head != root {
 		t.Fatalf("the refused run moved the branch to %s", head)
+	}
+}
+
+// TestResumeRefusesAnotherCodeVersion: a run whose steps another code
+// version committed is not resumed (run ids hash the config, not the code,
+// so the rerun would otherwise report the old code's data as this code's);
+// the error names the step and both versions and moves nothing, and the
+// same code resumes as before.
+func TestResumeRefusesAnotherCodeVersion(t *testing.T) {
+	ctx := context.Background()
+	l, err := lake.OpenDir(ctx, t.TempDir(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Default()
+	c.Iterations, c.Synthesize.Count, c.Audits = 1, 0, nil
+	var ran []string
+	if _, err := Run(ctx, l, c, committer(l, &ran), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	head, _ := l.Head(ctx)
+	defer func(v string) { codeVersion = v }(codeVersion)
+	codeVersion = "cualake/newer"
+	ran = nil
+	_, err = Run(ctx, l, c, committer(l, &ran), io.Discard)
+	if !errors.Is(err, ErrOtherCodeVersion) {
+		t.Fatalf("resume under another code version: err %v, want ErrOtherCodeVersion", err)
+	}
+	for _, want := range []string{Plan(c)[0].Key, lake.CodeVersion, "cualake/newer", "--lake"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+	if after, _ := l.Head(ctx); len(ran) != 0 || after != head {
+		t.Fatalf("the refused resume ran %v and moved main %s -> %s", ran, head, after)
+	}
+	codeVersion = lake.CodeVersion
+	if res, err := Run(ctx, l, c, committer(l, &ran), io.Discard); err != nil || len(ran) != 0 || !res[0].Resumed {
+		t.Fatalf("same-version rerun: ran %v, err %v", ran, err)
 	}
 }

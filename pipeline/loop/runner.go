@@ -49,11 +49,27 @@ func DoneTag(branch, run, key string) string {
 	return branch + "/run/" + run + "/" + key
 }
 
-// checkDoneReachable refuses to resume from done tags whose snapshots the
-// branch no longer reaches: a branch deleted and created again keeps its
-// old run's tags (tags are immutable), and resuming from them would skip
-// every step and leave the new branch without their commits.
-func checkDoneReachable(ctx context.Context, l *lake.Lake, br, run string, steps []Step, tags map[string]string) error {
+// ErrOtherCodeVersion is returned when a run would resume from a step that
+// another code version committed: its data may not be what this code
+// computes (run ids hash the config, not the code), so a comparison would
+// silently mix the two.
+var ErrOtherCodeVersion = errors.New("committed by another code version")
+
+// codeVersion is the version a resumed step must have been committed by:
+// lake.CodeVersion, a variable only so that a test can play a newer build.
+var codeVersion = lake.CodeVersion
+
+// SameCode says whether this code version committed snapshot m, so that a
+// run may resume from (or share) it.
+func SameCode(m *lake.Manifest) bool { return m.CodeVersion == codeVersion }
+
+// checkDone refuses to resume from done tags that a run cannot trust:
+// those whose snapshots the branch no longer reaches (a branch deleted and
+// created again keeps its old run's tags, since tags are immutable, and
+// resuming from them would skip every step and leave the new branch
+// without their commits), and those whose snapshots another code version
+// committed (lake.CodeVersion; ErrOtherCodeVersion).
+func checkDone(ctx context.Context, l *lake.Lake, br, run string, steps []Step, tags map[string]string) error {
 	var reach map[string]bool
 	for _, s := range steps {
 		id, ok := tags[DoneTag(br, run, s.Key)]
@@ -75,8 +91,28 @@ func checkDoneReachable(ctx context.Context, l *lake.Lake, br, run string, steps
 				"(was the branch deleted and created again?): its tags still name that run; "+
 				"use another branch (or experiment) name, or change the config", s.Key, run, lake.ShortID(id), br)
 		}
+		m, err := l.Snapshot(ctx, id)
+		if err != nil {
+			return fmt.Errorf("step %s of run %s: %w", s.Key, run, err)
+		}
+		if !SameCode(m) {
+			fix := "run it again in a new lake (--lake) or on a new branch (--branch)"
+			if br != "" && br != lake.MainRef {
+				fix = fmt.Sprintf("delete the branch (cualake lake branch delete %s) and run again, or use a new lake (--lake)", br)
+			}
+			return fmt.Errorf("step %s of run %s on %s was %w (%s at snapshot %s; this is %s), so resuming would mix "+
+				"the two versions' data: %s", s.Key, run, orMain(br), ErrOtherCodeVersion, m.CodeVersion,
+				lake.ShortID(id), codeVersion, fix)
+		}
 	}
 	return nil
+}
+
+func orMain(br string) string {
+	if br == "" {
+		return lake.MainRef
+	}
+	return br
 }
 
 // StartedSuffix makes a step's done tag its start tag: the branch head the
@@ -113,7 +149,7 @@ func RunSteps(ctx context.Context, l *lake.Lake, run string, steps []Step, exec 
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDoneReachable(ctx, l, br, run, steps, tags); err != nil {
+	if err := checkDone(ctx, l, br, run, steps, tags); err != nil {
 		return nil, err
 	}
 	weights := make([]float64, len(steps))
