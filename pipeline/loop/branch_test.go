@@ -180,9 +180,26 @@ func TestResumeRefusesAnotherCodeVersion(t *testing.T) {
 	if _, err := Run(ctx, l, c, committer(l, &ran), io.Discard); err != nil {
 		t.Fatal(err)
 	}
+	// A second run (another seed) killed after its first step committed,
+	// before the step's done tag: its resume must not adopt that commit.
+	killed := c
+	killed.Seed++
+	commit := committer(l, &ran)
+	_, err = Run(ctx, l, killed, func(ctx context.Context, command, flags []string) error {
+		if err := commit(ctx, command, flags); err != nil {
+			return err
+		}
+		return errors.New("killed")
+	}, io.Discard)
+	if err == nil {
+		t.Fatal("the killed run did not fail")
+	}
 	head, _ := l.Head(ctx)
 	defer func(v string) { codeVersion = v }(codeVersion)
 	codeVersion = "cualake/newer"
+	if _, err := Run(ctx, l, killed, committer(l, &ran), io.Discard); !errors.Is(err, ErrOtherCodeVersion) {
+		t.Fatalf("resume of a killed step under another code version: err %v, want ErrOtherCodeVersion", err)
+	}
 	ran = nil
 	_, err = Run(ctx, l, c, committer(l, &ran), io.Discard)
 	if !errors.Is(err, ErrOtherCodeVersion) {

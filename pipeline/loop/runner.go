@@ -91,21 +91,30 @@ func checkDone(ctx context.Context, l *lake.Lake, br, run string, steps []Step, 
 				"(was the branch deleted and created again?): its tags still name that run; "+
 				"use another branch (or experiment) name, or change the config", s.Key, run, lake.ShortID(id), br)
 		}
-		m, err := l.Snapshot(ctx, id)
-		if err != nil {
-			return fmt.Errorf("step %s of run %s: %w", s.Key, run, err)
-		}
-		if !SameCode(m) {
-			fix := "run it again in a new lake (--lake) or on a new branch (--branch)"
-			if br != "" && br != lake.MainRef {
-				fix = fmt.Sprintf("delete the branch (cualake lake branch delete %s) and run again, or use a new lake (--lake)", br)
-			}
-			return fmt.Errorf("step %s of run %s on %s was %w (%s at snapshot %s; this is %s), so resuming would mix "+
-				"the two versions' data: %s", s.Key, run, orMain(br), ErrOtherCodeVersion, m.CodeVersion,
-				lake.ShortID(id), codeVersion, fix)
+		if err := checkCode(ctx, l, br, run, s.Key, id); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// checkCode refuses snapshot id as step key's commit unless this code
+// version committed it (ErrOtherCodeVersion).
+func checkCode(ctx context.Context, l *lake.Lake, br, run, key, id string) error {
+	m, err := l.Snapshot(ctx, id)
+	if err != nil {
+		return fmt.Errorf("step %s of run %s: %w", key, run, err)
+	}
+	if SameCode(m) {
+		return nil
+	}
+	fix := "run it again in a new lake (--lake) or on a new branch (--branch)"
+	if br != "" && br != lake.MainRef {
+		fix = fmt.Sprintf("delete the branch (cualake lake branch delete %s) and run again, or use a new lake (--lake)", br)
+	}
+	return fmt.Errorf("step %s of run %s on %s was %w (%s at snapshot %s; this is %s), so resuming would mix "+
+		"the two versions' data: %s", key, run, orMain(br), ErrOtherCodeVersion, m.CodeVersion,
+		lake.ShortID(id), codeVersion, fix)
 }
 
 func orMain(br string) string {
@@ -183,6 +192,9 @@ func RunSteps(ctx context.Context, l *lake.Lake, run string, steps []Step, exec 
 		if from, ok := tags[startTag(run, s.Key)]; ok && head != "" && head != from {
 			// Started before and something was committed since: that commit
 			// is this step's (the run is the lake's only writer).
+			if err := checkCode(ctx, l, br, run, s.Key, head); err != nil {
+				return results, err
+			}
 			if _, err := l.Tag(ctx, doneTag(run, s.Key), head); err != nil {
 				return results, err
 			}
@@ -265,6 +277,9 @@ func runGroup(ctx context.Context, l *lake.Lake, run string, steps []Step, i, j 
 			return nil, err
 		} else if id != "" {
 			// Committed by an interrupted run before its done tag was written.
+			if err := checkCode(ctx, l, br, run, s.Key, id); err != nil {
+				return nil, err
+			}
 			if _, err := l.Tag(ctx, DoneTag(br, run, s.Key), id); err != nil {
 				return nil, err
 			}
