@@ -191,7 +191,7 @@ func duckType(t arrow.DataType) string {
 func (e *Engine) lineage(ctx context.Context, l *lake.Lake) error {
 	if _, err := e.conn.ExecContext(ctx, `CREATE TABLE lake_snapshots (id VARCHAR, parent VARCHAR, depth INTEGER,
 		stage VARCHAR, params VARCHAR, seed BIGINT, inputs VARCHAR[], changed VARCHAR[], code_version VARCHAR, committed_at VARCHAR,
-		heads VARCHAR[])`); err != nil {
+		heads VARCHAR[], started_at VARCHAR)`); err != nil {
 		return fmt.Errorf("lineage: %w", err)
 	}
 	if e.Snapshot.ID == "" {
@@ -212,8 +212,8 @@ func (e *Engine) lineage(ctx context.Context, l *lake.Lake) error {
 	for i, m := range log {
 		hs := heads[m.ID]
 		sort.Strings(hs)
-		_, err := e.conn.ExecContext(ctx, `INSERT INTO lake_snapshots VALUES (?, ?, ?, ?, ?, ?, ?::VARCHAR[], ?::VARCHAR[], ?, ?, ?::VARCHAR[])`,
-			m.ID, m.Parent, i, m.Stage, string(m.Params), m.Seed, listLiteral(m.Inputs), listLiteral(m.Changed), m.CodeVersion, m.CommittedAt, listLiteral(hs))
+		_, err := e.conn.ExecContext(ctx, `INSERT INTO lake_snapshots VALUES (?, ?, ?, ?, ?, ?, ?::VARCHAR[], ?::VARCHAR[], ?, ?, ?::VARCHAR[], ?)`,
+			m.ID, m.Parent, i, m.Stage, string(m.Params), m.Seed, listLiteral(m.Inputs), listLiteral(m.Changed), m.CodeVersion, m.CommittedAt, listLiteral(hs), m.StartedAt)
 		if err != nil {
 			return fmt.Errorf("lineage: %w", err)
 		}

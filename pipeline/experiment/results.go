@@ -111,17 +111,32 @@ func collectArm(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, tags map[str
 	return out, nil
 }
 
-// stepSeconds is the time between a step's snapshot and the commit of the
-// snapshot it started from (its start tag; else its parent): the step's
-// wall time, also for the async loop's steps that ran at once (nil when
-// the step has no snapshot).
+// stepSeconds is a step's wall time: from its transaction's start to its
+// commit (the manifest's started_at and committed_at), so also for the
+// async loop's steps that ran at once. Manifests without started_at
+// (before cualake/0.1.1) are timed from the commit of the snapshot the
+// step started from (its start tag; else its parent), which overstates a
+// step whose start snapshot is an earlier commit of the same content (a
+// branch deleted and run again). Nil when the step has no snapshot or
+// the lake no commit times.
 func stepSeconds(ctx context.Context, l *lake.Lake, id, started string) (*float64, error) {
 	if id == "" {
 		return nil, nil
 	}
 	m, err := l.Snapshot(ctx, id)
-	if err != nil || m.Parent == "" {
+	if err != nil {
 		return nil, err
+	}
+	t1, err := time.Parse(time.RFC3339, m.CommittedAt)
+	if err != nil {
+		return nil, nil // an imported snapshot without commit times
+	}
+	if t0, err := time.Parse(time.RFC3339, m.StartedAt); err == nil {
+		s := t1.Sub(t0).Seconds()
+		return &s, nil
+	}
+	if m.Parent == "" {
+		return nil, nil
 	}
 	from := m.Parent
 	if started != "" {
@@ -131,10 +146,9 @@ func stepSeconds(ctx context.Context, l *lake.Lake, id, started string) (*float6
 	if err != nil {
 		return nil, err
 	}
-	t1, err1 := time.Parse(time.RFC3339, m.CommittedAt)
-	t0, err0 := time.Parse(time.RFC3339, parent.CommittedAt)
-	if err1 != nil || err0 != nil {
-		return nil, nil // an imported snapshot without commit times
+	t0, err := time.Parse(time.RFC3339, parent.CommittedAt)
+	if err != nil {
+		return nil, nil
 	}
 	s := t1.Sub(t0).Seconds()
 	return &s, nil

@@ -24,6 +24,7 @@ type Txn struct {
 	// newHistory lets a parentless commit land on a lake whose main is
 	// missing although it holds a history (ErrDanglingHistory).
 	newHistory bool
+	started    time.Time // Begin's wall time: the manifest's started_at
 }
 
 type change struct {
@@ -49,7 +50,7 @@ func NewHistory() BeginOption { return func(t *Txn) { t.newHistory = true } }
 // missing branch, or a missing main on a lake that has a history, is an
 // error.
 func (l *Lake) Begin(ctx context.Context, ref string, opts ...BeginOption) (*Txn, error) {
-	t := &Txn{lake: l, branch: l.Branch(), changes: map[string]change{}}
+	t := &Txn{lake: l, branch: l.Branch(), changes: map[string]change{}, started: l.Now()}
 	for _, o := range opts {
 		o(t)
 	}
@@ -209,6 +210,9 @@ func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 			continue
 		}
 		m.CommittedAt = t.lake.Now().UTC().Format(time.RFC3339)
+		if !t.started.IsZero() {
+			m.StartedAt = t.started.UTC().Format(time.RFC3339)
+		}
 		body, err := m.Encode()
 		if err != nil {
 			return nil, err

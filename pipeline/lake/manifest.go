@@ -56,15 +56,21 @@ type Manifest struct {
 	// CommittedAt is wall-clock time, informational only: it is left out of
 	// the content hash so that a re-run gives the same snapshot id.
 	CommittedAt string `json:"committed_at,omitempty"`
+	// StartedAt is when the commit's transaction began (Begin), likewise
+	// informational and left out of the hash: CommittedAt - StartedAt is the
+	// stage's own wall time, which the parent's CommittedAt cannot give
+	// when the parent is an earlier commit of identical content (a
+	// manifest is written once, so it keeps its first commit's times).
+	StartedAt string `json:"started_at,omitempty"`
 }
 
 var idPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // ContentHash is the snapshot id: sha256 of the canonical JSON of the
-// manifest without its id and wall-clock time.
+// manifest without its id and wall-clock times.
 func (m *Manifest) ContentHash() (string, error) {
 	c := *m
-	c.ID, c.CommittedAt = "", ""
+	c.ID, c.CommittedAt, c.StartedAt = "", "", ""
 	b, err := json.Marshal(&c) // struct fields in order, map keys sorted: canonical
 	if err != nil {
 		return "", err
