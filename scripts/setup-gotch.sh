@@ -82,7 +82,11 @@ cuda)
   CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
   TORCH_INC=("$LIBTORCH/include" "$LIBTORCH/include/torch/csrc/api/include")
   [ -d "$CUDA_HOME/include" ] && TORCH_INC+=("$CUDA_HOME/include")
-  TORCH_VER="$(cat "$LIBTORCH/build-version" 2>/dev/null || echo unknown)"
+  # the libtorch zip has build-version; a pip-installed torch package (its
+  # folder, torch/, holds include/ and lib/ too) has version.py instead
+  TORCH_VER="$(cat "$LIBTORCH/build-version" 2>/dev/null ||
+    sed -n "s/^__version__ = '\(.*\)'.*/\1/p" "$LIBTORCH/version.py" 2>/dev/null || true)"
+  TORCH_VER="${TORCH_VER:-unknown}"
   # pytorch.org ships both ABIs; the pre-C++11 one has no __cxx11 symbols
   if ! nm -D --defined-only "$LIBTORCH/lib/libc10.so" 2>/dev/null | grep -q '__cxx11'; then
     ABI_FLAGS=(-D_GLIBCXX_USE_CXX11_ABI=0)

@@ -12,7 +12,9 @@ backward pass, zero_grad. Prints one JSON object with the median over the
 repetitions of tokens per second and per CPU-second (all 2,048 tokens).
 
 Only a benchmark baseline: Debian's python3-torch is not a product dependency.
-Usage: python3 trainer/bench/causal_torch.py [--threads 1] [--reps 7]
+Usage: python3 trainer/bench/causal_torch.py [--threads 1] [--reps 7] [--device cpu|cuda]
+(on cuda each repetition ends with torch.cuda.synchronize(); the GPU check
+of docs/gpu.md runs it beside the Go benchmark).
 """
 
 import argparse
@@ -66,7 +68,7 @@ class Causal(nn.Module):
         x = F.embedding(ids, self.embed)
         x = x.index_copy(0, pad_pos, self.vision(feats) + self.vision_pos[pad_idx])
         x = x + self.pos[:t]
-        mask = torch.ones(t, t).triu(1) * -1e9
+        mask = torch.ones(t, t, device=x.device).triu(1) * -1e9
         for layer in self.layers:
             x = layer(x, mask)
         return self.head(self.lnf(x)[rows])
@@ -76,6 +78,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
@@ -95,12 +98,18 @@ def main():
     ids, pad_pos, pad_idx = torch.tensor(ids), torch.tensor(pad_pos), torch.tensor(pad_idx)
     rows = torch.tensor(rows)
     feats = torch.rand(len(pad_pos), PATCH_DIM)
+    dev = torch.device(args.device)
+    model.to(dev)
+    ids, pad_pos, pad_idx, rows, targets, feats = (
+        t.to(dev) for t in (ids, pad_pos, pad_idx, rows, targets, feats))
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
 
     def step():
         logits = model(ids, pad_pos, pad_idx, feats, rows)
         loss = -torch.log_softmax(logits, -1).gather(1, targets[:, None]).sum()
         loss.backward()
         model.zero_grad(set_to_none=False)
+        sync()
 
     step()  # warm-up
     walls, cpus = [], []
@@ -113,6 +122,7 @@ def main():
         cpus.append(time.process_time() - cpu0)
     print(json.dumps({
         "framework": "pytorch",
+        "device": args.device,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "tokens": len(ids),

@@ -2,12 +2,14 @@ package causal
 
 import (
 	"math/rand/v2"
+	"os"
 	"slices"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
 
 	"github.com/cualake/cualake/trainer"
 	"github.com/cualake/cualake/trainer/internal/tx"
@@ -24,6 +26,20 @@ const (
 	benchEvery  = 16
 )
 
+// benchDevice is the device named by CUALAKE_TEST_DEVICE (default "cpu"),
+// as in TestSFTOnDevice: "cuda" times the model on a GPU (docs/gpu.md).
+func benchDevice(b testing.TB) gotch.Device {
+	name := os.Getenv("CUALAKE_TEST_DEVICE")
+	if name == "" {
+		name = "cpu"
+	}
+	dev, err := trainer.Device(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return dev
+}
+
 // benchItem builds the item: compact ids are tokenizer ids 1..vocab-1 here
 // (id 0 is <unk>, never used), the template tokens at the top.
 func benchItem(b testing.TB) (*Model, Item) {
@@ -37,7 +53,7 @@ func benchItem(b testing.TB) (*Model, Item) {
 		b.Fatal(err)
 	}
 	cfg := DefaultConfig(im.Size())
-	m, err := New(cfg, im, sp, "bench", gotch.CPU, 1)
+	m, err := New(cfg, im, sp, "bench", benchDevice(b), 1)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -76,10 +92,13 @@ func cpuSeconds() float64 {
 // token cross-entropy on the trained positions and the backward pass (no
 // optimiser step), as SFTStep runs it; tokens count the whole stream. Each
 // of the b.N repetitions is timed alone and the medians are reported (run
-// with -benchtime 7x), as trainer/bench/causal_torch.py does.
+// with -benchtime 7x), as trainer/bench/causal_torch.py does. On a GPU
+// (CUALAKE_TEST_DEVICE=cuda) each repetition ends with a device
+// synchronisation, and tokens/cpu-s counts the host thread's time only.
 func BenchmarkCausalForwardBackward(b *testing.B) {
 	m, it := benchItem(b)
 	defer m.Close()
+	dev := benchDevice(b)
 	opt, err := trainer.NewOptimizerOver(m.Parameters(), 1e-3) // to zero the gradients
 	if err != nil {
 		b.Fatal(err)
@@ -97,6 +116,11 @@ func BenchmarkCausalForwardBackward(b *testing.B) {
 		}
 		if _, _, err := m.sftItem(&it, 1, nil, 0); err != nil {
 			b.Fatal(err)
+		}
+		if dev.IsCuda() { // the backward pass's kernels run asynchronously
+			if err := ts.CudaSynchronize(int(dev.CInt())); err != nil {
+				b.Fatal(err)
+			}
 		}
 		walls, cpus = append(walls, time.Since(t0).Seconds()), append(cpus, cpuSeconds()-c0)
 	}

@@ -2,6 +2,7 @@
 #include <c10/core/CPUAllocator.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -53,8 +54,21 @@ void release(void* ptr) {
   }
 }
 
+// c10::Allocator changed between the libtorch releases cualake builds on:
+// 1.13 (Debian) declares `DataPtr allocate(size_t) const`; 2.x declares it
+// non-const and adds a pure `copy_data`. The class defines both forms of
+// allocate and copy_data without `override`, so each overrides whatever the
+// headers it is compiled against declare, and the rest are plain members.
 struct CachingAllocator final : c10::Allocator {
-  c10::DataPtr allocate(size_t nbytes) const override {
+  c10::DataPtr allocate(size_t nbytes) const { return take(nbytes); }
+  c10::DataPtr allocate(size_t nbytes) { return take(nbytes); }
+  void copy_data(void* dest, const void* src, std::size_t count) const {
+    if (count > 0) std::memcpy(dest, src, count);
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
+
+ private:
+  static c10::DataPtr take(size_t nbytes) {
     void* p = nullptr;
     size_t n = round_up(nbytes == 0 ? 1 : nbytes);
     if (n >= kMinCached) {
@@ -75,7 +89,6 @@ struct CachingAllocator final : c10::Allocator {
     }
     return {p, p, &release, c10::Device(c10::DeviceType::CPU)};
   }
-  c10::DeleterFnPtr raw_deleter() const override { return &release; }
 };
 
 }  // namespace
