@@ -114,7 +114,7 @@ func collectArm(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, tags map[str
 // stepSeconds is a step's wall time: from its transaction's start to its
 // commit (the manifest's started_at and committed_at), so also for the
 // async loop's steps that ran at once. Manifests without started_at
-// (before cualake/0.1.1) are timed from the commit of the snapshot the
+// (before cualake/0.1.2) are timed from the commit of the snapshot the
 // step started from (its start tag; else its parent), which overstates a
 // step whose start snapshot is an earlier commit of the same content (a
 // branch deleted and run again). Nil when the step has no snapshot or

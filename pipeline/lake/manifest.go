@@ -21,8 +21,11 @@ const FormatVersion = 1
 // inputs, params and seed: a run does not resume a step another version
 // committed (loop.ErrOtherCodeVersion), since run ids hash the config and
 // not the code. 0.1.1: train --advantage naive aggregates as EvoCUA-1.5
-// eq. 7 (591d7d0), and the resume rule itself.
-const CodeVersion = "cualake/0.1.1"
+// eq. 7 (591d7d0), and the resume rule itself. 0.1.2: the causal policy's
+// pointer view lists a crowded screen's table values instead of its empty
+// cells, names a cell by column header and row label ("cell w4 w6"), and
+// marks a typed text's trailing tab ("tab").
+const CodeVersion = "cualake/0.1.2"
 
 // File is one immutable data file of a table.
 type File struct {

@@ -27,6 +27,11 @@ type Element struct {
 	Role, Name, Value string
 	X, Y              int // centre on the 1000x1000 grid
 	States            []string
+	// Col and Row label a table cell: the values of the first cell of its
+	// column and of its row (a spreadsheet's header and row label), so an
+	// action can name the cell by the instruction's words ("cell w4 w6")
+	// wherever the table puts it.
+	Col, Row string
 }
 
 type node struct {
@@ -39,10 +44,12 @@ type node struct {
 	Children []node   `json:"children"`
 }
 
-// Elements lists the tree's identified (actionable) nodes in tree order. When
-// there are more than MaxElements it keeps the first few (the dock, which
-// opens apps) and the last ones (the front-most window, menus and dialogs
-// come last in the tree).
+// Elements lists the tree's identified (actionable) nodes in tree order.
+// When there are more than MaxElements, a table's empty cells and its row
+// and column headers go first (their names only repeat the grid's
+// coordinates, and a spreadsheet has hundreds of them); if there are still
+// too many it keeps the first few (the dock, which opens apps) and the last
+// ones (the front-most window, menus and dialogs come last in the tree).
 func Elements(tree []byte) ([]Element, error) {
 	var root node
 	if err := json.Unmarshal(tree, &root); err != nil {
@@ -54,16 +61,69 @@ func Elements(tree []byte) ([]Element, error) {
 		if n.ID != "" && len(n.Center) == 2 {
 			all = append(all, Element{Role: n.Role, Name: n.Name, Value: n.Value, X: n.Center[0], Y: n.Center[1], States: n.States})
 		}
+		if n.Role == "table" {
+			from := len(all)
+			for i := range n.Children {
+				walk(&n.Children[i])
+			}
+			labelCells(all[from:])
+			return
+		}
 		for i := range n.Children {
 			walk(&n.Children[i])
 		}
 	}
 	walk(&root)
+	if len(all) > MaxElements {
+		kept := all[:0:0]
+		for _, e := range all {
+			if !filler(e) {
+				kept = append(kept, e)
+			}
+		}
+		all = kept
+	}
 	const head = 6
 	if len(all) > MaxElements {
 		all = append(all[:head:head], all[len(all)-(MaxElements-head):]...)
 	}
 	return all, nil
+}
+
+// labelCells sets Col and Row of one table's cells: a column is the cells
+// with one x, a row the cells with one y, and the label is the value of the
+// topmost (leftmost) cell.
+func labelCells(elems []Element) {
+	top, left := map[int]*Element{}, map[int]*Element{}
+	for i := range elems {
+		e := &elems[i]
+		if e.Role != "cell" {
+			continue
+		}
+		if t := top[e.X]; t == nil || e.Y < t.Y {
+			top[e.X] = e
+		}
+		if l := left[e.Y]; l == nil || e.X < l.X {
+			left[e.Y] = e
+		}
+	}
+	for i := range elems {
+		if e := &elems[i]; e.Role == "cell" {
+			e.Col, e.Row = top[e.X].Value, left[e.Y].Value
+		}
+	}
+}
+
+// filler reports whether an element is left out of a crowded screen first:
+// an empty, unselected table cell, or a table's row or column header.
+func filler(e Element) bool {
+	switch e.Role {
+	case "row_header", "column_header":
+		return true
+	case "cell":
+		return e.Value == "" && len(e.States) == 0
+	}
+	return false
 }
 
 // Words splits an instruction into the units "type" can point at: runs of
@@ -188,7 +248,13 @@ func Encode(a schemas.Action, elems []Element, instruction string) (text string,
 	case "drag":
 		return "drag " + target(a.X, a.Y, false) + " " + target(a.X2, a.Y2, false), ok
 	case "type":
+		// A trailing newline or tab (the key that moves to the next
+		// spreadsheet cell) is a marker after the text's pointer.
 		body, nl := strings.CutSuffix(a.Text, "\n")
+		tab := false
+		if !nl {
+			body, tab = strings.CutSuffix(a.Text, "\t")
+		}
 		span, found := r.text(body)
 		if !found {
 			span, found = findSpan(instruction, body)
@@ -199,6 +265,8 @@ func Encode(a schemas.Action, elems []Element, instruction string) (text string,
 		}
 		if nl {
 			span += " nl"
+		} else if tab {
+			span += " tab"
 		}
 		return "type " + span, ok
 	case "key":
@@ -290,6 +358,17 @@ func (r refs) pointer(elems []Element, i int, final bool) string {
 				cands = append(cands, "w"+strconv.Itoa(k))
 			}
 		}
+		// A table cell by its column header and row label, when the
+		// instruction names both ("change the Amount of Markers"), or by its
+		// header alone for the column's top cell ("cell w7 top").
+		if e := elems[i]; e.Role == "cell" && e.Col != "" {
+			rows := append(r.refsTo(e.Row), "top")
+			for _, c := range r.refsTo(e.Col) {
+				for _, rw := range rows {
+					cands = append(cands, "cell "+c+" "+rw)
+				}
+			}
+		}
 		if final && elems[i].Role != "" && !strings.ContainsAny(elems[i].Role, " \t\n") {
 			if n := clean(elems[i].Name, 4); n != "" {
 				cands = append(cands, elems[i].Role+" "+n)
@@ -349,6 +428,11 @@ func (r refs) resolve(elems []Element, args []string) (int, []string, bool) {
 	if strings.HasPrefix(a, "x:") {
 		return 0, nil, false // coordinates are read by the caller
 	}
+	if a == "cell" && len(args) >= 3 {
+		if j, ok := r.cell(elems, args[1], args[2]); ok {
+			return j, args[3:], true
+		}
+	}
 	// Role and name: the name runs to the end (or to "last").
 	rest := args[1:]
 	var name []string
@@ -360,6 +444,68 @@ func (r refs) resolve(elems []Element, args []string) (int, []string, bool) {
 		return 0, nil, false
 	}
 	return pick(func(e *Element) bool { return e.Role == a && clean(e.Name, 4) == want }, rest)
+}
+
+// refsTo lists the markers of the instruction's quotes and words whose text
+// is s ("q2", "w6").
+func (r refs) refsTo(s string) []string {
+	want := norm(s)
+	if want == "" {
+		return nil
+	}
+	var out []string
+	for k, q := range r.quotes {
+		if norm(q) == want {
+			out = append(out, "q"+strconv.Itoa(k+1))
+		}
+	}
+	for k, w := range r.words {
+		if norm(w) == want {
+			out = append(out, "w"+strconv.Itoa(k))
+		}
+	}
+	return out
+}
+
+// refText is the instruction text a "q<k>" or "w<k>" marker stands for.
+func (r refs) refText(m string) (string, bool) {
+	if n, ok := index(m, "q"); ok && n >= 1 && n <= len(r.quotes) {
+		return r.quotes[n-1], true
+	}
+	if n, ok := index(m, "w"); ok && n < len(r.words) {
+		return r.words[n], true
+	}
+	return "", false
+}
+
+// cell resolves "cell <col> <row>": the listed table cell whose column
+// header is the text of marker col and whose row label is the text of
+// marker row, or with row "top" the topmost listed cell of that column.
+func (r refs) cell(elems []Element, col, row string) (int, bool) {
+	c, ok := r.refText(col)
+	if !ok || norm(c) == "" {
+		return 0, false
+	}
+	var rw string
+	if row != "top" {
+		if rw, ok = r.refText(row); !ok || norm(rw) == "" {
+			return 0, false
+		}
+	}
+	found := -1
+	for j, e := range elems {
+		if e.Role != "cell" || norm(e.Col) != norm(c) {
+			continue
+		}
+		if row == "top" {
+			if found < 0 || e.Y < elems[found].Y {
+				found = j
+			}
+		} else if norm(e.Row) == norm(rw) {
+			return j, true
+		}
+	}
+	return found, found >= 0
 }
 
 // properNoun reports whether word k is capitalised inside a sentence.
@@ -495,7 +641,8 @@ func Decode(text string, elems []Element, instruction string) schemas.Action {
 	case "type":
 		args := f[1:]
 		nl := len(args) > 0 && args[len(args)-1] == "nl"
-		if nl {
+		tab := len(args) > 0 && args[len(args)-1] == "tab"
+		if nl || tab {
 			args = args[:len(args)-1]
 		}
 		var body string
@@ -530,6 +677,8 @@ func Decode(text string, elems []Element, instruction string) schemas.Action {
 		}
 		if nl {
 			body += "\n"
+		} else if tab {
+			body += "\t"
 		}
 		return schemas.Action{Kind: "type", Text: body}
 	case "key":

@@ -1,6 +1,7 @@
 package featurize
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -43,7 +44,7 @@ func TestOracleActionsRoundTrip(t *testing.T) {
 	})
 	rate := float64(exact) / float64(total)
 	t.Logf("%d oracle actions, %.1f%% with an exact policy form; longest context %d words; misses: %v", total, 100*rate, maxCtx, misses)
-	if rate < 0.9 {
+	if rate < 0.94 {
 		t.Fatalf("only %.1f%% of oracle actions have an exact policy form", 100*rate)
 	}
 }
@@ -60,7 +61,8 @@ func TestDecodeGarbage(t *testing.T) {
 // for: a held-out task's oracle actions, written in the policy's language,
 // should read exactly like those of some training task of its family, so
 // that what the policy learns on training instances transfers. Element
-// indices alone ("click e21") give 32 of 65.
+// indices alone ("click e21") give 32 of 65; before table cells had a
+// pointer (and crowded screens dropped a spreadsheet's values), 36.
 func TestHeldOutActionsMatchTrainingFamily(t *testing.T) {
 	seqs := map[string][]string{} // task id -> encoded oracle actions
 	var tasks []schemas.Task
@@ -92,7 +94,7 @@ func TestHeldOutActionsMatchTrainingFamily(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d held-out tasks act exactly like a training task of their family", same, len(heldOut))
-	if same*100 < len(heldOut)*54 {
+	if same*100 < len(heldOut)*62 {
 		t.Fatalf("only %d of %d held-out tasks share a training task's action text", same, len(heldOut))
 	}
 }
@@ -136,6 +138,66 @@ func TestPointerForms(t *testing.T) {
 }
 
 func ptr(v int32) *int32 { return &v }
+
+// sheetTree is a spreadsheet screen as simdesk draws it: a dock button, a
+// grid of 10 columns x 6 rows with headers, values in A1:C3.
+func sheetTree() []byte {
+	var cells []string
+	vals := map[string]string{"A1": "Item", "B1": "Amount", "C1": "Units", "A2": "Markers", "B2": "15", "C2": "16", "A3": "Ink", "B3": "68", "C3": "3"}
+	for c := 0; c < 10; c++ {
+		col := string(rune('A' + c))
+		cells = append(cells, fmt.Sprintf(`{"id":"col:%s","role":"column_header","name":%q,"center":[%d,100]}`, col, col, 100+50*c))
+	}
+	for r := 1; r <= 6; r++ {
+		cells = append(cells, fmt.Sprintf(`{"id":"row:%d","role":"row_header","name":"%d","center":[60,%d]}`, r, r, 100+20*r))
+		for c := 0; c < 10; c++ {
+			name := fmt.Sprintf("%c%d", 'A'+c, r)
+			cells = append(cells, fmt.Sprintf(`{"id":"cell:%s","role":"cell","name":%q,"value":%q,"center":[%d,%d]}`, name, name, vals[name], 100+50*c, 100+20*r))
+		}
+	}
+	return []byte(`{"role":"desktop","children":[{"id":"dock/sheet","role":"button","name":"Sheet","center":[10,10]},` +
+		`{"id":"grid","role":"table","name":"Sheet","center":[500,500],"children":[` + strings.Join(cells, ",") + `]}]}`)
+}
+
+// TestSpreadsheetCells: a crowded spreadsheet screen lists its values, not
+// its empty cells and headers, and a cell is named by the instruction's
+// words for its column header and row label, so every instance of a family
+// reads alike wherever the table puts the cell.
+func TestSpreadsheetCells(t *testing.T) {
+	elems, err := Elements(sheetTree())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(elems) != 11 { // the dock button, the table, 9 values
+		t.Fatalf("%d elements listed: %s", len(elems), ScreenText(elems))
+	}
+	if got := ScreenText(elems); !strings.Contains(got, "cell b2 = 15") || strings.Contains(got, "row_header") || strings.Contains(got, "cell d1") {
+		t.Fatalf("screen: %s", got)
+	}
+	instr := "In ~/s.csv, change the Amount of Ink to 200 and sort by Units."
+	for _, c := range []struct {
+		a    schemas.Action
+		want string
+	}{
+		{schemas.Action{Kind: "click", X: ptr(150), Y: ptr(160)}, "click cell w4 w6"},   // B3: Amount x Ink
+		{schemas.Action{Kind: "click", X: ptr(200), Y: ptr(120)}, "click cell w12 top"}, // C1: the Units header
+		{schemas.Action{Kind: "type", Text: "200\t"}, "type w8 w8 tab"},
+	} {
+		got, ok := Encode(c.a, elems, instr)
+		if !ok || got != c.want {
+			t.Errorf("Encode(%+v) = %q, %v; want %q", c.a, got, ok, c.want)
+			continue
+		}
+		if back := Decode(got, elems, instr); !reflect.DeepEqual(back, c.a) {
+			t.Errorf("Decode(%q) = %+v, want %+v", got, back, c.a)
+		}
+	}
+	for _, s := range []string{"click cell w4 w0", "click cell w99 w6", "click cell w6 w4"} {
+		if a := Decode(s, elems, instr); a.Kind != "unknown" {
+			t.Errorf("Decode(%q) = %+v, want unknown", s, a)
+		}
+	}
+}
 
 // TestContextLeadsWithStepAndLatestAction: the counter and the latest action
 // sit at fixed positions at the front; older actions follow, at most
