@@ -2,13 +2,11 @@ package causal
 
 import (
 	"math/rand/v2"
-	"os"
 	"slices"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/cualake/cualake/trainer"
@@ -26,20 +24,6 @@ const (
 	benchEvery  = 16
 )
 
-// benchDevice is the device named by CUALAKE_TEST_DEVICE (default "cpu"),
-// as in TestSFTOnDevice: "cuda" times the model on a GPU (docs/gpu.md).
-func benchDevice(b testing.TB) gotch.Device {
-	name := os.Getenv("CUALAKE_TEST_DEVICE")
-	if name == "" {
-		name = "cpu"
-	}
-	dev, err := trainer.Device(name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return dev
-}
-
 // benchItem builds the item: compact ids are tokenizer ids 1..vocab-1 here
 // (id 0 is <unk>, never used), the template tokens at the top.
 func benchItem(b testing.TB) (*Model, Item) {
@@ -53,7 +37,8 @@ func benchItem(b testing.TB) (*Model, Item) {
 		b.Fatal(err)
 	}
 	cfg := DefaultConfig(im.Size())
-	m, err := New(cfg, im, sp, "bench", benchDevice(b), 1)
+	_, dev := testDevice(b)
+	m, err := New(cfg, im, sp, "bench", dev, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,7 +83,7 @@ func cpuSeconds() float64 {
 func BenchmarkCausalForwardBackward(b *testing.B) {
 	m, it := benchItem(b)
 	defer m.Close()
-	dev := benchDevice(b)
+	dev := m.Device()
 	opt, err := trainer.NewOptimizerOver(m.Parameters(), 1e-3) // to zero the gradients
 	if err != nil {
 		b.Fatal(err)

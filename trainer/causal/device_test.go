@@ -69,8 +69,9 @@ func TestSFTOnDevice(t *testing.T) {
 	}
 }
 
-// testDevice is the device CUALAKE_TEST_DEVICE names (default "cpu").
-func testDevice(t *testing.T) (string, gotch.Device) {
+// testDevice is the device CUALAKE_TEST_DEVICE names (default "cpu"; "cuda"
+// on a GPU machine, docs/gpu.md), for the device tests and the benchmark.
+func testDevice(t testing.TB) (string, gotch.Device) {
 	name := os.Getenv("CUALAKE_TEST_DEVICE")
 	if name == "" {
 		name = "cpu"
