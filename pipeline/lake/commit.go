@@ -42,6 +42,11 @@ type BeginOption func(*Txn)
 // with a main ref, or with no history, it changes nothing.
 func NewHistory() BeginOption { return func(t *Txn) { t.newHistory = true } }
 
+// newTxn is an empty transaction on the lake's branch, started now.
+func (l *Lake) newTxn() *Txn {
+	return &Txn{lake: l, branch: l.Branch(), changes: map[string]change{}, started: l.Now()}
+}
+
 // Begin starts a transaction on top of the snapshot ref names. The commit
 // moves one branch: the handle's branch if it was set with OnBranch;
 // otherwise the branch ref names when it is "main" or a branch name, and
@@ -50,7 +55,7 @@ func NewHistory() BeginOption { return func(t *Txn) { t.newHistory = true } }
 // missing branch, or a missing main on a lake that has a history, is an
 // error.
 func (l *Lake) Begin(ctx context.Context, ref string, opts ...BeginOption) (*Txn, error) {
-	t := &Txn{lake: l, branch: l.Branch(), changes: map[string]change{}, started: l.Now()}
+	t := l.newTxn()
 	for _, o := range opts {
 		o(t)
 	}
@@ -210,9 +215,7 @@ func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 			continue
 		}
 		m.CommittedAt = t.lake.Now().UTC().Format(time.RFC3339)
-		if !t.started.IsZero() {
-			m.StartedAt = t.started.UTC().Format(time.RFC3339)
-		}
+		m.StartedAt = t.started.UTC().Format(time.RFC3339)
 		body, err := m.Encode()
 		if err != nil {
 			return nil, err

@@ -100,11 +100,15 @@ func OpenURL(ctx context.Context, location string, create bool, opt OpenOptions)
 // usual if it moved meanwhile.
 func (l *Lake) BeginFrom(ctx context.Context, id string) (*Txn, error) {
 	if id == "" {
-		return &Txn{lake: l, branch: l.Branch(), base: &Manifest{Tables: map[string]TableFiles{}}, changes: map[string]change{}, started: l.Now()}, nil
+		t := l.newTxn()
+		t.base = &Manifest{Tables: map[string]TableFiles{}}
+		return t, nil
 	}
 	m, err := l.Snapshot(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return &Txn{lake: l, branch: l.Branch(), parent: id, base: m, changes: map[string]change{}, started: l.Now()}, nil
+	t := l.newTxn()
+	t.parent, t.base = id, m
+	return t, nil
 }

@@ -411,18 +411,14 @@ func (r refs) resolve(elems []Element, args []string) (int, []string, bool) {
 	if n, ok := index(a, "e"); ok {
 		return n, args[1:], n < len(elems)
 	}
-	if n, ok := index(a, "q"); ok {
-		if n < 1 || n > len(r.quotes) {
+	_, isQuote := index(a, "q")
+	_, isWord := index(a, "w")
+	if isQuote || isWord {
+		t, ok := r.refText(a)
+		if !ok {
 			return 0, nil, false
 		}
-		want := norm(r.quotes[n-1])
-		return pick(func(e *Element) bool { return want != "" && norm(e.Name) == want }, args[1:])
-	}
-	if n, ok := index(a, "w"); ok {
-		if n >= len(r.words) {
-			return 0, nil, false
-		}
-		want := norm(r.words[n])
+		want := norm(t)
 		return pick(func(e *Element) bool { return want != "" && norm(e.Name) == want }, args[1:])
 	}
 	if strings.HasPrefix(a, "x:") {
