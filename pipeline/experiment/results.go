@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"slices"
@@ -155,8 +156,22 @@ func stepSeconds(ctx context.Context, l *lake.Lake, id, started string) (*float6
 }
 
 // commitResults replaces the experiment's rows (at p's seeds) of the experiments table on
-// l's branch; rows of other experiments stay.
+// l's branch; rows of other experiments stay. Two experiments finishing in
+// one lake at once both replace the table, so the lake refuses the later
+// commit (ErrConflict); the merge is then redone on the new head, since
+// each run only owns its own rows.
 func commitResults(ctx context.Context, l *lake.Lake, p *Plan, rows []schemas.ExperimentResult) (*lake.Manifest, error) {
+	const attempts = 8
+	for i := 1; ; i++ {
+		m, err := mergeResults(ctx, l, p, rows)
+		if err == nil || !errors.Is(err, lake.ErrConflict) || i == attempts {
+			return m, err
+		}
+	}
+}
+
+// mergeResults is one attempt of commitResults.
+func mergeResults(ctx context.Context, l *lake.Lake, p *Plan, rows []schemas.ExperimentResult) (*lake.Manifest, error) {
 	tx, err := l.Begin(ctx, "")
 	if err != nil {
 		return nil, err

@@ -153,3 +153,58 @@ func TestCommitResultsKeepsOtherSeeds(t *testing.T) {
 		t.Fatalf("rows after a seed-2 run: %v", s)
 	}
 }
+
+// Experiments that finish at once in one lake all keep their rows: each
+// replaces the experiments table, so the lake refuses all but one commit,
+// and commitResults redoes the merge on the new head.
+func TestCommitResultsConcurrentExperiments(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if _, err := lake.OpenDir(ctx, dir, true); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"a", "b", "c", "d"}
+	errs := make(chan error, len(names))
+	for i, name := range names {
+		go func() {
+			// One Lake per writer, as separate processes would have.
+			l, err := lake.OpenDir(ctx, dir, false)
+			if err != nil {
+				errs <- err
+				return
+			}
+			h := float64(i) / 10
+			_, err = commitResults(ctx, l, &Plan{Spec: Spec{Name: name, Seeds: []int64{1}}},
+				[]schemas.ExperimentResult{{Experiment: name, Variant: "v", Seed: 1, Branch: "b", Snapshot: "s", HeldoutSuccess: &h}})
+			errs <- err
+		}()
+	}
+	var failed []error
+	for range names { // every writer done before the temp dir goes
+		if err := <-errs; err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) > 0 {
+		t.Fatal(failed)
+	}
+	l, err := lake.OpenDir(ctx, dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := l.At(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := lake.ReadTable(ctx, l, head, schemas.ExperimentResults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s []string
+	for _, r := range got {
+		s = append(s, fmt.Sprintf("%s=%.1f", r.Experiment, *r.HeldoutSuccess))
+	}
+	if strings.Join(s, " ") != "a=0.0 b=0.1 c=0.2 d=0.3" {
+		t.Fatalf("rows after four concurrent experiments: %v", s)
+	}
+}
