@@ -208,3 +208,45 @@ func TestCommitResultsConcurrentExperiments(t *testing.T) {
 		t.Fatalf("rows after four concurrent experiments: %v", s)
 	}
 }
+
+// Experiments started at once on an empty lake fork from one root: their
+// root commits have equal content, so the lake makes them one snapshot
+// instead of refusing all but one.
+func TestForkPointConcurrentOnAnEmptyLake(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if _, err := lake.OpenDir(ctx, dir, true); err != nil {
+		t.Fatal(err)
+	}
+	type res struct {
+		id  string
+		err error
+	}
+	out := make(chan res, 4)
+	for range 4 {
+		go func() {
+			l, err := lake.OpenDir(ctx, dir, false)
+			if err != nil {
+				out <- res{err: err}
+				return
+			}
+			id, err := forkPoint(ctx, l)
+			out <- res{id, err}
+		}()
+	}
+	ids := map[string]bool{}
+	var failed []error
+	for range 4 {
+		r := <-out
+		if r.err != nil {
+			failed = append(failed, r.err)
+		}
+		ids[r.id] = true
+	}
+	if len(failed) > 0 {
+		t.Fatal(failed)
+	}
+	if len(ids) != 1 {
+		t.Fatalf("roots: %v, want one", ids)
+	}
+}
