@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -154,6 +155,32 @@ func TestCommitResultsKeepsOtherSeeds(t *testing.T) {
 	}
 }
 
+// concurrently runs f(l, i) for i < n at once, each with its own handle on
+// the lake at dir (as separate processes would have), and fails t with
+// every error once all have returned.
+func concurrently(t *testing.T, dir string, n int, f func(l *lake.Lake, i int) error) {
+	t.Helper()
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			l, err := lake.OpenDir(context.Background(), dir, false)
+			if err == nil {
+				err = f(l, i)
+			}
+			errs <- err
+		}()
+	}
+	var failed []error
+	for range n { // every writer done before the temp dir goes
+		if err := <-errs; err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) > 0 {
+		t.Fatal(failed)
+	}
+}
+
 // Experiments that finish at once in one lake all keep their rows: each
 // replaces the experiments table, so the lake refuses all but one commit,
 // and commitResults redoes the merge on the new head.
@@ -164,30 +191,12 @@ func TestCommitResultsConcurrentExperiments(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := []string{"a", "b", "c", "d"}
-	errs := make(chan error, len(names))
-	for i, name := range names {
-		go func() {
-			// One Lake per writer, as separate processes would have.
-			l, err := lake.OpenDir(ctx, dir, false)
-			if err != nil {
-				errs <- err
-				return
-			}
-			h := float64(i) / 10
-			_, err = commitResults(ctx, l, &Plan{Spec: Spec{Name: name, Seeds: []int64{1}}},
-				[]schemas.ExperimentResult{{Experiment: name, Variant: "v", Seed: 1, Branch: "b", Snapshot: "s", HeldoutSuccess: &h}})
-			errs <- err
-		}()
-	}
-	var failed []error
-	for range names { // every writer done before the temp dir goes
-		if err := <-errs; err != nil {
-			failed = append(failed, err)
-		}
-	}
-	if len(failed) > 0 {
-		t.Fatal(failed)
-	}
+	concurrently(t, dir, len(names), func(l *lake.Lake, i int) error {
+		h := float64(i) / 10
+		_, err := commitResults(ctx, l, &Plan{Spec: Spec{Name: names[i], Seeds: []int64{1}}},
+			[]schemas.ExperimentResult{{Experiment: names[i], Variant: "v", Seed: 1, Branch: "b", Snapshot: "s", HeldoutSuccess: &h}})
+		return err
+	})
 	l, err := lake.OpenDir(ctx, dir, false)
 	if err != nil {
 		t.Fatal(err)
@@ -218,35 +227,13 @@ func TestForkPointConcurrentOnAnEmptyLake(t *testing.T) {
 	if _, err := lake.OpenDir(ctx, dir, true); err != nil {
 		t.Fatal(err)
 	}
-	type res struct {
-		id  string
-		err error
-	}
-	out := make(chan res, 4)
-	for range 4 {
-		go func() {
-			l, err := lake.OpenDir(ctx, dir, false)
-			if err != nil {
-				out <- res{err: err}
-				return
-			}
-			id, err := forkPoint(ctx, l)
-			out <- res{id, err}
-		}()
-	}
-	ids := map[string]bool{}
-	var failed []error
-	for range 4 {
-		r := <-out
-		if r.err != nil {
-			failed = append(failed, r.err)
-		}
-		ids[r.id] = true
-	}
-	if len(failed) > 0 {
-		t.Fatal(failed)
-	}
-	if len(ids) != 1 {
+	ids := make([]string, 4)
+	concurrently(t, dir, len(ids), func(l *lake.Lake, i int) error {
+		var err error
+		ids[i], err = forkPoint(ctx, l)
+		return err
+	})
+	if c := slices.Compact(slices.Clone(ids)); len(c) != 1 || c[0] == "" {
 		t.Fatalf("roots: %v, want one", ids)
 	}
 }
