@@ -24,8 +24,12 @@ const FormatVersion = 1
 // eq. 7 (591d7d0), and the resume rule itself. 0.1.2: the causal policy's
 // pointer view lists a crowded screen's table values instead of its empty
 // cells, names a cell by column header and row label ("cell w4 w6"), and
-// marks a typed text's trailing tab ("tab").
-const CodeVersion = "cualake/0.1.2"
+// marks a typed text's trailing tab ("tab"). 0.1.3: the simulator's oracle
+// saves a copy through Save As and replaces words through Find and
+// Replace, and the pointer view types instruction lines ("lines 1 -2") and
+// sets sliders by an instruction number ("q1 at w6"), so held-out
+// instances of those families act like training ones.
+const CodeVersion = "cualake/0.1.3"
 
 // File is one immutable data file of a table.
 type File struct {

@@ -2,6 +2,8 @@ package simdesk
 
 import (
 	"image"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/cualake/cualake/pipeline/simdesk/action"
@@ -34,6 +36,10 @@ func (g *textGoal) next(p *planner, d *Desktop) (schemas.Action, error) {
 			return fillField(&dl.Field, vfs.Short(g.path), true), nil
 		case dl.Kind == "save_as" && dl.Error == "" && !g.editorOnly:
 			return fillField(&dl.Field, vfs.Short(g.path), true), nil
+		case dl.Kind == "replace" && dl.Error == "":
+			if old, nw, ok := replacePair(e.Buf.Text(), g.target); ok {
+				return fillReplace(d, dl, old, nw)
+			}
 		case dl.Kind == "unsaved":
 			btn := "discard"
 			if e.Path == g.path {
@@ -47,6 +53,9 @@ func (g *textGoal) next(p *planner, d *Desktop) (schemas.Action, error) {
 		switch {
 		case exists:
 			return hotkey("ctrl", "o"), nil
+		case e.Path != "" && e.Buf.Text() == g.target:
+			// The open document already holds the text: save a copy.
+			return hotkey("ctrl", "shift", "s"), nil
 		case e.Path != "":
 			return hotkey("ctrl", "n"), nil
 		}
@@ -70,6 +79,9 @@ func editStep(d *Desktop, target string) (schemas.Action, error) {
 		}
 		return typeText(target), nil
 	}
+	if _, _, ok := replacePair(cur, target); ok {
+		return hotkey("ctrl", "h"), nil
+	}
 	start, del, ins := diffSpan(cur, target)
 	tlen := utf8.RuneCountInString(target)
 	if cur != "" && (del > action.MaxRepeat || del+utf8.RuneCountInString(ins) > tlen*3/5+20) && target != "" {
@@ -82,6 +94,58 @@ func editStep(d *Desktop, target string) (schemas.Action, error) {
 		return action.KeyAction("delete", del), nil
 	}
 	return typeText(ins), nil
+}
+
+// replacePair finds a word whose every occurrence in cur, replaced by
+// another word, gives target: the edit Find and Replace makes in one go.
+// The words are the letter-and-digit runs at the first place the texts
+// differ.
+func replacePair(cur, target string) (old, nw string, ok bool) {
+	a, b := []rune(cur), []rune(target)
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		p++
+	}
+	old, nw = wordAt(a, p), wordAt(b, p)
+	if old == "" || nw == "" || old == nw {
+		return "", "", false
+	}
+	return old, nw, strings.ReplaceAll(cur, old, nw) == target
+}
+
+// wordAt is the run of letters and digits around rune offset p (starting
+// at the run's beginning even when p is inside it), or "".
+func wordAt(r []rune, p int) string {
+	in := func(i int) bool { return i >= 0 && i < len(r) && (unicode.IsLetter(r[i]) || unicode.IsDigit(r[i])) }
+	if !in(p) {
+		return ""
+	}
+	i, j := p, p
+	for in(i - 1) {
+		i--
+	}
+	for in(j) {
+		j++
+	}
+	return string(r[i:j])
+}
+
+// fillReplace takes one step of filling the Find and Replace dialog with
+// old and nw and pressing Replace All.
+func fillReplace(d *Desktop, dl *Dialog, old, nw string) (schemas.Action, error) {
+	switch {
+	case dl.Field.Text != old || dl.Field.All:
+		if dl.Focus != 0 {
+			return clickID(d, action.Click, "editor/dlg:field0")
+		}
+		return fillField(&dl.Field, old, false), nil
+	case dl.Field2.Text != nw || dl.Field2.All:
+		if dl.Focus != 1 {
+			return clickID(d, action.Click, "editor/dlg:field1")
+		}
+		return fillField(&dl.Field2, nw, false), nil
+	}
+	return clickID(d, action.Click, "editor/dlg:btn:ok")
 }
 
 // diffSpan returns the one span where cur and target differ: its start (in

@@ -27,6 +27,11 @@ type Element struct {
 	Role, Name, Value string
 	X, Y              int // centre on the 1000x1000 grid
 	States            []string
+	// Bounds is the element's box in screen pixels (x, y, w, h) and Screen
+	// the screen's size in pixels, when the tree gives them: a slider is
+	// set by a click at a fraction of its width.
+	Bounds [4]int
+	Screen [2]int
 	// Col and Row label a table cell: the values of the first cell of its
 	// column and of its row (a spreadsheet's header and row label), so an
 	// action can name the cell by the instruction's words ("cell w4 w6")
@@ -40,6 +45,7 @@ type node struct {
 	Name     string   `json:"name"`
 	Value    string   `json:"value"`
 	Center   []int    `json:"center"`
+	Bounds   []int    `json:"bounds"`
 	States   []string `json:"states"`
 	Children []node   `json:"children"`
 }
@@ -55,11 +61,19 @@ func Elements(tree []byte) ([]Element, error) {
 	if err := json.Unmarshal(tree, &root); err != nil {
 		return nil, fmt.Errorf("featurize: accessibility tree: %w", err)
 	}
+	var screen [2]int
+	if len(root.Bounds) == 4 {
+		screen = [2]int{root.Bounds[2], root.Bounds[3]}
+	}
 	var all []Element
 	var walk func(n *node)
 	walk = func(n *node) {
 		if n.ID != "" && len(n.Center) == 2 {
-			all = append(all, Element{Role: n.Role, Name: n.Name, Value: n.Value, X: n.Center[0], Y: n.Center[1], States: n.States})
+			e := Element{Role: n.Role, Name: n.Name, Value: n.Value, X: n.Center[0], Y: n.Center[1], States: n.States}
+			if len(n.Bounds) == 4 {
+				e.Bounds, e.Screen = [4]int(n.Bounds), screen
+			}
+			all = append(all, e)
 		}
 		if n.Role == "table" {
 			from := len(all)
@@ -237,6 +251,9 @@ func Encode(a schemas.Action, elems []Element, instruction string) (text string,
 		if best >= 0 && bestD <= 4 { // the oracle clicks element centres
 			return r.pointer(elems, best, final)
 		}
+		if form, found := r.sliderForm(elems, int(*x), int(*y)); found && final {
+			return form
+		}
 		ok = false
 		return fmt.Sprintf("x:%d y:%d", *x, *y)
 	}
@@ -256,6 +273,9 @@ func Encode(a schemas.Action, elems []Element, instruction string) (text string,
 			body, tab = strings.CutSuffix(a.Text, "\t")
 		}
 		span, found := r.text(body)
+		if !found {
+			span, found = findLines(instruction, body)
+		}
 		if !found {
 			span, found = findSpan(instruction, body)
 		}
@@ -442,6 +462,48 @@ func (r refs) resolve(elems []Element, args []string) (int, []string, bool) {
 	return pick(func(e *Element) bool { return e.Role == a && clean(e.Name, 4) == want }, rest)
 }
 
+// sliderForm writes a click at (x, y) on a slider as "<slider> at wK": the
+// slider's pointer and the instruction word whose number (a percentage)
+// the click sets it to.
+func (r refs) sliderForm(elems []Element, x, y int) (string, bool) {
+	for i, e := range elems {
+		if e.Role != "slider" || e.Y != y || e.Screen[0] == 0 {
+			continue
+		}
+		p := r.pointer(elems, i, false)
+		for k := range r.words {
+			w := "w" + strconv.Itoa(k)
+			if gx, gy, ok := r.sliderAt(elems, strings.Fields(p), w); ok && int(gx) == x && int(gy) == y {
+				return p + " at " + w, true
+			}
+		}
+	}
+	return "", false
+}
+
+// sliderAt resolves "<slider> at wK" to the grid point that sets the slider
+// to word K's number: the value's share of the slider's width, as the
+// settings panel reads a click.
+func (r refs) sliderAt(elems []Element, ptr []string, word string) (x, y int32, ok bool) {
+	i, rest, found := r.resolve(elems, ptr)
+	if !found || len(rest) > 0 || i < 0 || i >= len(elems) || elems[i].Role != "slider" || elems[i].Screen[0] <= 0 {
+		return 0, 0, false
+	}
+	t, isWord := "", false
+	if _, w := index(word, "w"); w {
+		t, isWord = r.refText(word)
+	}
+	v, err := strconv.Atoi(strings.TrimSuffix(norm(t), "%"))
+	if !isWord || err != nil || v < 0 || v > 100 {
+		return 0, 0, false
+	}
+	e := elems[i]
+	px := e.Bounds[0] + v*e.Bounds[2]/100
+	const grid = 1000 // the action grid's side
+	g := (px*grid + e.Screen[0] - 1) / e.Screen[0]
+	return int32(min(max(g, 0), grid)), int32(e.Y), true
+}
+
 // refsTo lists the markers of the instruction's quotes and words whose text
 // is s ("q2", "w6").
 func (r refs) refsTo(s string) []string {
@@ -558,6 +620,35 @@ func findSpan(instruction, text string) (string, bool) {
 	return "", false
 }
 
+// findLines finds text as whole lines i..j of the instruction after its
+// first, and returns "lines I -K", the end counted from the last line
+// (K = 1 is the last line): a message body followed by a closing
+// instruction ("Then send it.") then reads alike whatever its length.
+func findLines(instruction, text string) (string, bool) {
+	lines := strings.Split(instruction, "\n")
+	n := len(lines)
+	for i := 1; i < n; i++ {
+		for j := i; j < n; j++ {
+			if strings.Join(lines[i:j+1], "\n") == text {
+				return fmt.Sprintf("lines %d -%d", i, n-j), true
+			}
+		}
+	}
+	return "", false
+}
+
+// instructionLines is the text "lines I -K" stands for.
+func instructionLines(instruction, from, toEnd string) (string, bool) {
+	lines := strings.Split(instruction, "\n")
+	i, err1 := strconv.Atoi(from)
+	k, err2 := strconv.Atoi(toEnd)
+	j := len(lines) + k + 1 // end, exclusive; k = -1 takes the last line
+	if err1 != nil || err2 != nil || i < 1 || k > -1 || j <= i || j > len(lines) {
+		return "", false
+	}
+	return strings.Join(lines[i:j], "\n"), true
+}
+
 // cutSpan removes one leading and trailing run of cut characters.
 func cutSpan(s, cut string) string {
 	if cut == "" {
@@ -619,6 +710,13 @@ func Decode(text string, elems []Element, instruction string) schemas.Action {
 	}
 	switch k := f[0]; k {
 	case "click", "double_click", "right_click", "triple_click", "middle_click", "mouse_move":
+		if n := len(f); k == "click" && n >= 4 && f[n-2] == "at" {
+			x, y, ok := r.sliderAt(elems, f[1:n-2], f[n-1])
+			if !ok {
+				return unknown
+			}
+			return schemas.Action{Kind: k, X: &x, Y: &y}
+		}
 		x, y, rest, ok := point(f[1:])
 		if !ok || len(rest) > 0 {
 			return unknown
@@ -665,6 +763,11 @@ func Decode(text string, elems []Element, instruction string) schemas.Action {
 						body = cutSpan(body, tr.cut)
 					}
 				}
+			}
+		case len(args) == 3 && args[0] == "lines":
+			var ok bool
+			if body, ok = instructionLines(instruction, args[1], args[2]); !ok {
+				return unknown
 			}
 		case len(args) >= 1 && args[0] == "lit":
 			body = strings.Join(args[1:], " ")
