@@ -19,7 +19,7 @@ func TestExamplesResolve(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 		seeds := len(p.Spec.Seeds)
-		want := map[string]int{"demo-seeds": seeds, "samplers": seeds, "samplers-quick": 1, "stepo": seeds, "reward-source": seeds, "async": seeds, "iterations": seeds, "verigen-roles": 4 * seeds,
+		want := map[string]int{"demo-seeds": seeds, "samplers": seeds, "samplers-quick": 1, "stepo": seeds, "reward-source": seeds, "async": seeds, "iterations": seeds, "rl-strength": seeds, "verigen-roles": 4 * seeds,
 			// The segment mode shapes the warm start, so each mode has its own prefix.
 			"vcs": 2 * seeds, "vcs-quick": 2, "k-sweep": 5 * seeds}
 		if n, ok := want[p.Spec.Name]; ok && len(p.Prefixes) != n {
