@@ -710,12 +710,12 @@ func Decode(text string, elems []Element, instruction string) schemas.Action {
 	}
 	switch k := f[0]; k {
 	case "click", "double_click", "right_click", "triple_click", "middle_click", "mouse_move":
+		// "<slider> at wK"; an element whose name ends in "at <word>" still
+		// resolves by role and name below.
 		if n := len(f); k == "click" && n >= 4 && f[n-2] == "at" {
-			x, y, ok := r.sliderAt(elems, f[1:n-2], f[n-1])
-			if !ok {
-				return unknown
+			if x, y, ok := r.sliderAt(elems, f[1:n-2], f[n-1]); ok {
+				return schemas.Action{Kind: k, X: &x, Y: &y}
 			}
-			return schemas.Action{Kind: k, X: &x, Y: &y}
 		}
 		x, y, rest, ok := point(f[1:])
 		if !ok || len(rest) > 0 {

@@ -307,6 +307,11 @@ func TestSliderAtInstructionNumber(t *testing.T) {
 	if got, ok := Encode(schemas.Action{Kind: "click", X: ptr(700), Y: ptr(513)}, elems, instr); ok || got != "click x:700 y:513" {
 		t.Fatalf("off-value click encoded as %q, %v", got, ok)
 	}
+	// A name that ends in "at <word>" is not a slider form.
+	meet := append(elems, Element{Role: "list_item", Name: "Meet at noon", X: 300, Y: 300})
+	if a := Decode("click list_item meet at noon", meet, instr); a.Kind != "click" || *a.X != 300 || *a.Y != 300 {
+		t.Errorf("role and name with \"at\" decoded to %+v", a)
+	}
 	for _, s := range []string{"click q1 at w0", "click q1 at w99", "click button ok at w6", "click q1 at q1", "click at w6"} {
 		if a := Decode(s, elems, instr); a.Kind != "unknown" {
 			t.Errorf("Decode(%q) = %+v, want unknown", s, a)
