@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/cualake/cualake/pipeline/simdesk/action"
 	"github.com/cualake/cualake/schemas"
 )
 
@@ -489,19 +490,16 @@ func (r refs) sliderAt(elems []Element, ptr []string, word string) (x, y int32, 
 	if !found || len(rest) > 0 || i < 0 || i >= len(elems) || elems[i].Role != "slider" || elems[i].Screen[0] <= 0 {
 		return 0, 0, false
 	}
-	t, isWord := "", false
-	if _, w := index(word, "w"); w {
-		t, isWord = r.refText(word)
+	if _, isWord := index(word, "w"); !isWord {
+		return 0, 0, false
 	}
+	t, _ := r.refText(word)
 	v, err := strconv.Atoi(strings.TrimSuffix(norm(t), "%"))
-	if !isWord || err != nil || v < 0 || v > 100 {
+	if err != nil || v < 0 || v > 100 {
 		return 0, 0, false
 	}
 	e := elems[i]
-	px := e.Bounds[0] + v*e.Bounds[2]/100
-	const grid = 1000 // the action grid's side
-	g := (px*grid + e.Screen[0] - 1) / e.Screen[0]
-	return int32(min(max(g, 0), grid)), int32(e.Y), true
+	return int32(action.ToGrid(e.Bounds[0]+v*e.Bounds[2]/100, e.Screen[0])), int32(e.Y), true
 }
 
 // refsTo lists the markers of the instruction's quotes and words whose text
