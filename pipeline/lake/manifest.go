@@ -28,8 +28,12 @@ const FormatVersion = 1
 // saves a copy through Save As and replaces words through Find and
 // Replace, and the pointer view types instruction lines ("lines 1 -2") and
 // sets sliders by an instruction number ("q1 at w6"), so held-out
-// instances of those families act like training ones.
-const CodeVersion = "cualake/0.1.3"
+// instances of those families act like training ones. 0.1.4: the pointer
+// view lists up to 40 elements (32 before), keeps a crowded table's empty
+// cells and column headers that the instruction names ("in cell B6", "by
+// the Amount column"), and writes a formula over the instruction's range
+// as "formula sum w19", so no spreadsheet action needs coordinate tokens.
+const CodeVersion = "cualake/0.1.4"
 
 // File is one immutable data file of a table.
 type File struct {

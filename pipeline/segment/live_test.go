@@ -172,7 +172,7 @@ func TestPointerView(t *testing.T) {
 			}
 			// The turn rendered from its tree equals ObservationIDs, which
 			// is what a rollout records; recorded ids are used unchanged.
-			screen, _, err := ScreenText(1, trees["t1"])
+			screen, _, err := ScreenText(1, trees["t1"], instr)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -388,7 +388,7 @@ func (b *Builder) screen(in Input, st *schemas.Step) (string, []featurize.Elemen
 	if err != nil {
 		return "", nil, err
 	}
-	return ScreenText(st.Step, tree)
+	return ScreenText(st.Step, tree, in.Instruction)
 }
 
 func responseText(st *schemas.Step) string {

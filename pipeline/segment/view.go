@@ -44,9 +44,10 @@ func (v View) InstructionText(instruction string) string {
 
 // ScreenText is the text that follows turn step's screenshot in the pointer
 // view: the step counter (capped at featurize.MaxStep) and the elements of
-// the accessibility tree.
-func ScreenText(step int32, tree []byte) (string, []featurize.Element, error) {
-	elems, err := featurize.Elements(tree)
+// the accessibility tree (the instruction decides which of a crowded
+// table's empty cells are listed: featurize.Elements).
+func ScreenText(step int32, tree []byte, instruction string) (string, []featurize.Element, error) {
+	elems, err := featurize.Elements(tree, instruction)
 	if err != nil {
 		return "", nil, err
 	}

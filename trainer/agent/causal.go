@@ -159,7 +159,7 @@ func (e *causalEpisode) Act(_ context.Context, task schemas.Task, obs simdesk.Ob
 	if obs.Screenshot == nil {
 		return rollout.Decision{}, errors.New("causal policy: the observation has no screenshot (it reads pixels: roll out without --tree-only)")
 	}
-	screen, elems, err := segment.ScreenText(int32(turn), obs.Tree)
+	screen, elems, err := segment.ScreenText(int32(turn), obs.Tree, task.Instruction)
 	if err != nil {
 		return rollout.Decision{}, fmt.Errorf("causal policy: %w", err)
 	}

@@ -11,6 +11,7 @@ package featurize
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -21,7 +22,7 @@ import (
 
 // MaxElements caps the elements listed per observation (the context is
 // bounded); actions on elements beyond it fall back to coordinate tokens.
-const MaxElements = 32
+const MaxElements = 40
 
 // Element is one actionable thing on screen.
 type Element struct {
@@ -36,7 +37,8 @@ type Element struct {
 	// Col and Row label a table cell: the values of the first cell of its
 	// column and of its row (a spreadsheet's header and row label), so an
 	// action can name the cell by the instruction's words ("cell w4 w6")
-	// wherever the table puts it.
+	// wherever the table puts it. A column header's Col is its column's
+	// label ("column w4" selects the column).
 	Col, Row string
 }
 
@@ -54,10 +56,14 @@ type node struct {
 // Elements lists the tree's identified (actionable) nodes in tree order.
 // When there are more than MaxElements, a table's empty cells and its row
 // and column headers go first (their names only repeat the grid's
-// coordinates, and a spreadsheet has hundreds of them); if there are still
-// too many it keeps the first few (the dock, which opens apps) and the last
-// ones (the front-most window, menus and dialogs come last in the tree).
-func Elements(tree []byte) ([]Element, error) {
+// coordinates, and a spreadsheet has hundreds of them), except the empty
+// cells the instruction names by address ("in cell B6") and the headers of
+// the columns it names by label ("by the Amount column"): those are where
+// the task acts, and an action can then point at them by that word. If
+// there are still too many it keeps the first few (the dock, which opens
+// apps) and the last ones (the front-most window, menus and dialogs come
+// last in the tree).
+func Elements(tree []byte, instruction string) ([]Element, error) {
 	var root node
 	if err := json.Unmarshal(tree, &root); err != nil {
 		return nil, fmt.Errorf("featurize: accessibility tree: %w", err)
@@ -90,9 +96,13 @@ func Elements(tree []byte) ([]Element, error) {
 	}
 	walk(&root)
 	if len(all) > MaxElements {
+		named := map[string]bool{}
+		for _, w := range Words(instruction) {
+			named[norm(w)] = true
+		}
 		kept := all[:0:0]
 		for _, e := range all {
-			if !filler(e) {
+			if !filler(e) || e.Role == "cell" && named[norm(e.Name)] || e.Role == "column_header" && named[norm(e.Col)] {
 				kept = append(kept, e)
 			}
 		}
@@ -105,9 +115,9 @@ func Elements(tree []byte) ([]Element, error) {
 	return all, nil
 }
 
-// labelCells sets Col and Row of one table's cells: a column is the cells
-// with one x, a row the cells with one y, and the label is the value of the
-// topmost (leftmost) cell.
+// labelCells sets Col and Row of one table's cells, and Col of its column
+// headers: a column is the cells with one x, a row the cells with one y,
+// and the label is the value of the topmost (leftmost) cell.
 func labelCells(elems []Element) {
 	top, left := map[int]*Element{}, map[int]*Element{}
 	for i := range elems {
@@ -123,8 +133,13 @@ func labelCells(elems []Element) {
 		}
 	}
 	for i := range elems {
-		if e := &elems[i]; e.Role == "cell" {
+		switch e := &elems[i]; e.Role {
+		case "cell":
 			e.Col, e.Row = top[e.X].Value, left[e.Y].Value
+		case "column_header":
+			if t := top[e.X]; t != nil {
+				e.Col = t.Value
+			}
 		}
 	}
 }
@@ -281,6 +296,9 @@ func Encode(a schemas.Action, elems []Element, instruction string) (text string,
 			span, found = findSpan(instruction, body)
 		}
 		if !found {
+			span, found = r.formula(body)
+		}
+		if !found {
 			ok = false
 			span = "lit " + clean(body, 12)
 		}
@@ -390,6 +408,12 @@ func (r refs) pointer(elems []Element, i int, final bool) string {
 				}
 			}
 		}
+		// A column header by its column's label ("column w4").
+		if e := elems[i]; e.Role == "column_header" && e.Col != "" {
+			for _, c := range r.refsTo(e.Col) {
+				cands = append(cands, "column "+c)
+			}
+		}
 		if final && elems[i].Role != "" && !strings.ContainsAny(elems[i].Role, " \t\n") {
 			if n := clean(elems[i].Name, 4); n != "" {
 				cands = append(cands, elems[i].Role+" "+n)
@@ -444,6 +468,13 @@ func (r refs) resolve(elems []Element, args []string) (int, []string, bool) {
 	}
 	if strings.HasPrefix(a, "x:") {
 		return 0, nil, false // coordinates are read by the caller
+	}
+	if a == "column" && len(args) >= 2 {
+		if t, ok := r.refText(args[1]); ok && norm(t) != "" {
+			want := norm(t)
+			return pick(func(e *Element) bool { return e.Role == "column_header" && norm(e.Col) == want }, args[2:])
+		}
+		return 0, nil, false
 	}
 	if a == "cell" && len(args) >= 3 {
 		if j, ok := r.cell(elems, args[1], args[2]); ok {
@@ -562,6 +593,59 @@ func (r refs) cell(elems []Element, col, row string) (int, bool) {
 		}
 	}
 	return found, found >= 0
+}
+
+// cellRef is a spreadsheet address or range as instructions write them
+// ("B6", "B2:B5").
+var cellRef = regexp.MustCompile(`^[A-Z]{1,3}[0-9]{1,6}(:[A-Z]{1,3}[0-9]{1,6})?$`)
+
+// formula writes a spreadsheet formula "=NAME(REF)" whose reference is a
+// word of the instruction ("... of the Amount column (B2:B5).") as
+// "formula name wK": the function is a word the policy picks (sum,
+// average, min, max), the range the instruction's own, so every instance
+// of a family reads alike whatever range it names.
+func (r refs) formula(text string) (string, bool) {
+	name, ref, ok := strings.Cut(strings.TrimPrefix(text, "="), "(")
+	if !strings.HasPrefix(text, "=") || !ok || !strings.HasSuffix(ref, ")") || !functionName(name) {
+		return "", false
+	}
+	ref = strings.TrimSuffix(ref, ")")
+	if !cellRef.MatchString(ref) {
+		return "", false
+	}
+	for k, w := range r.words {
+		if cutSpan(w, spanTrims[2].cut) == ref {
+			return "formula " + strings.ToLower(name) + " w" + strconv.Itoa(k), true
+		}
+	}
+	return "", false
+}
+
+// formulaText is the text "formula name wK" stands for, if word K is a
+// cell reference.
+func (r refs) formulaText(name, word string) (string, bool) {
+	if _, isWord := index(word, "w"); !isWord || !functionName(name) {
+		return "", false
+	}
+	t, ok := r.refText(word)
+	if ref := cutSpan(t, spanTrims[2].cut); ok && cellRef.MatchString(ref) {
+		return "=" + strings.ToUpper(name) + "(" + ref + ")", true
+	}
+	return "", false
+}
+
+// functionName reports whether s can be a spreadsheet function's name:
+// ASCII letters only.
+func functionName(s string) bool {
+	if s == "" || len(s) > 12 {
+		return false
+	}
+	for _, c := range s {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // properNoun reports whether word k is capitalised inside a sentence.
@@ -765,6 +849,11 @@ func Decode(text string, elems []Element, instruction string) schemas.Action {
 		case len(args) == 3 && args[0] == "lines":
 			var ok bool
 			if body, ok = instructionLines(instruction, args[1], args[2]); !ok {
+				return unknown
+			}
+		case len(args) == 3 && args[0] == "formula":
+			var ok bool
+			if body, ok = r.formulaText(args[1], args[2]); !ok {
 				return unknown
 			}
 		case len(args) >= 1 && args[0] == "lit":

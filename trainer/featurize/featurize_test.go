@@ -101,6 +101,23 @@ func TestHeldOutActionsMatchTrainingFamily(t *testing.T) {
 	}
 }
 
+// TestOracleCoordinatesOnlyInFixline: coordinate tokens ("x:222 y:372")
+// are digits a small policy copies badly, so every oracle action of the
+// pool has a pointer form except the caret clicks of editor-fixline (the
+// tree does not expose a document's lines). Before cualake/0.1.4 the
+// spreadsheet formula, totals and sort families clicked by coordinates too.
+func TestOracleCoordinatesOnlyInFixline(t *testing.T) {
+	coords := map[string]int{}
+	replayOracle(t, func(task schemas.Task, _ bool, a schemas.Action, elems []Element) {
+		if text, _ := Encode(a, elems, task.Instruction); strings.Contains(text, "x:") {
+			coords[simdesk.FamilyOf(task.TaskID)]++
+		}
+	})
+	if len(coords) != 1 || coords["editor-fixline"] == 0 {
+		t.Fatalf("oracle actions with coordinate tokens per family: %v", coords)
+	}
+}
+
 func TestPointerForms(t *testing.T) {
 	elems := []Element{
 		{Role: "button", Name: "Files", X: 10, Y: 10},
@@ -166,7 +183,7 @@ func sheetTree() []byte {
 // words for its column header and row label, so every instance of a family
 // reads alike wherever the table puts the cell.
 func TestSpreadsheetCells(t *testing.T) {
-	elems, err := Elements(sheetTree())
+	elems, err := Elements(sheetTree(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,6 +215,63 @@ func TestSpreadsheetCells(t *testing.T) {
 		if a := Decode(s, elems, instr); a.Kind != "unknown" {
 			t.Errorf("Decode(%q) = %+v, want unknown", s, a)
 		}
+	}
+}
+
+// TestSpreadsheetFormulaInNamedCell: an empty cell the instruction names
+// ("in cell B4") and the header of a column it names ("the Amount column")
+// stay listed on a crowded screen, so clicks on them read as those words
+// ("w5", "column w15"), and a formula over the instruction's range reads
+// "formula <function> wK"; each decodes to the oracle's exact action.
+func TestSpreadsheetFormulaInNamedCell(t *testing.T) {
+	instr := "Open ~/s.csv and, in cell B4, enter a formula that computes the average of the Amount column (B2:B3). Save the file."
+	elems, err := Elements(sheetTree(), instr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screen := ScreenText(elems)
+	// The dock button, the table, 9 values, the empty B4 and the header of
+	// the Amount column.
+	if len(elems) != 13 || !strings.Contains(screen, "cell b4") || !strings.Contains(screen, "column_header b") ||
+		strings.Contains(screen, "cell b5") || strings.Contains(screen, "column_header c") {
+		t.Fatalf("%d elements listed: %s", len(elems), screen)
+	}
+	for _, c := range []struct {
+		a    schemas.Action
+		want string
+	}{
+		{schemas.Action{Kind: "click", X: ptr(150), Y: ptr(180)}, "click w5"},         // B4
+		{schemas.Action{Kind: "click", X: ptr(150), Y: ptr(100)}, "click column w15"}, // the Amount column's header
+		{schemas.Action{Kind: "type", Text: "=AVERAGE(B2:B3)\n"}, "type formula average w17 nl"},
+		{schemas.Action{Kind: "type", Text: "=sum(B2:B3)"}, "type formula sum w17"},
+	} {
+		got, ok := Encode(c.a, elems, instr)
+		if !ok || got != c.want {
+			t.Errorf("Encode(%+v) = %q, %v; want %q", c.a, got, ok, c.want)
+			continue
+		}
+		back := Decode(got, elems, instr)
+		if c.a.Kind == "type" {
+			// The function's name is written in capitals, as a spreadsheet
+			// shows it.
+			c.a.Text = strings.Replace(c.a.Text, "sum", "SUM", 1)
+		}
+		if !reflect.DeepEqual(back, c.a) {
+			t.Errorf("Decode(%q) = %+v, want %+v", got, back, c.a)
+		}
+	}
+	// A range the instruction does not hold stays literal text.
+	if got, ok := Encode(schemas.Action{Kind: "type", Text: "=SUM(C2:C3)"}, elems, instr); ok || got != "type lit =sum(c2:c3)" {
+		t.Errorf("formula over another range encoded as %q, %v", got, ok)
+	}
+	for _, s := range []string{"click column w3", "click column w99", "click column", "type formula sum w3", "type formula s+m w17", "type formula sum", "type formula sum w99", "type formula sum q1"} {
+		if a := Decode(s, elems, instr); a.Kind != "unknown" {
+			t.Errorf("Decode(%q) = %+v, want unknown", s, a)
+		}
+	}
+	// Without the instruction the empty cell is filler again.
+	if elems, _ := Elements(sheetTree(), ""); strings.Contains(ScreenText(elems), "cell b4") {
+		t.Errorf("unnamed empty cell listed: %s", ScreenText(elems))
 	}
 }
 
@@ -239,7 +313,7 @@ func replayOracle(t *testing.T, visit func(task schemas.Task, first bool, a sche
 			if err != nil {
 				t.Fatal(err)
 			}
-			elems, err := Elements(obs.Tree)
+			elems, err := Elements(obs.Tree, task.Instruction)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -289,7 +363,7 @@ func TestSliderAtInstructionNumber(t *testing.T) {
 	tree := []byte(`{"role":"desktop","bounds":[0,0,1280,800],"center":[500,500],"children":[` +
 		`{"id":"s/vol","role":"slider","name":"Input volume","value":"50","bounds":[600,400,300,20],"center":[586,513]},` +
 		`{"id":"s/ok","role":"button","name":"OK","bounds":[100,100,80,20],"center":[110,138]}]}`)
-	elems, err := Elements(tree)
+	elems, err := Elements(tree, "")
 	if err != nil {
 		t.Fatal(err)
 	}
