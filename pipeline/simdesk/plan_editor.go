@@ -101,12 +101,8 @@ func editStep(d *Desktop, target string) (schemas.Action, error) {
 // The words are the letter-and-digit runs at the first place the texts
 // differ.
 func replacePair(cur, target string) (old, nw string, ok bool) {
-	a, b := []rune(cur), []rune(target)
-	p := 0
-	for p < len(a) && p < len(b) && a[p] == b[p] {
-		p++
-	}
-	old, nw = wordAt(a, p), wordAt(b, p)
+	p, _, _ := diffSpan(cur, target)
+	old, nw = wordAt([]rune(cur), p), wordAt([]rune(target), p)
 	if old == "" || nw == "" || old == nw {
 		return "", "", false
 	}
