@@ -32,7 +32,8 @@ const FormatVersion = 1
 // view lists up to 40 elements (32 before), keeps a crowded table's empty
 // cells and column headers that the instruction names ("in cell B6", "by
 // the Amount column"), and writes a formula over the instruction's range
-// as "formula sum w19", so no spreadsheet action needs coordinate tokens.
+// as "formula sum w19", so no spreadsheet action needs coordinate tokens;
+// a cell of a table written in the instruction is typed as "cell R C".
 const CodeVersion = "cualake/0.1.4"
 
 // File is one immutable data file of a table.

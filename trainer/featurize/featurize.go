@@ -293,6 +293,9 @@ func Encode(a schemas.Action, elems []Element, instruction string) (text string,
 			span, found = findLines(instruction, body)
 		}
 		if !found {
+			span, found = tableCell(instruction, body)
+		}
+		if !found {
 			span, found = findSpan(instruction, body)
 		}
 		if !found {
@@ -719,6 +722,49 @@ func findLines(instruction, text string) (string, bool) {
 	return "", false
 }
 
+// tableCells splits the instruction's lines after its first into the cells
+// of a table written as "City | Visitors | Rating"; nil for a line that is
+// not a table row.
+func tableCells(instruction string) [][]string {
+	lines := strings.Split(instruction, "\n")
+	rows := make([][]string, len(lines))
+	for i := 1; i < len(lines); i++ {
+		if strings.Contains(lines[i], " | ") {
+			rows[i] = strings.Split(lines[i], " | ")
+			for j := range rows[i] {
+				rows[i][j] = strings.TrimSpace(rows[i][j])
+			}
+		}
+	}
+	return rows
+}
+
+// tableCell finds text as one cell of a table in the instruction and
+// returns "cell R C" (R the line after the first, C the column, both from
+// 1): entering the table cell by cell then reads as counting rows and
+// columns, whatever words the cells hold.
+func tableCell(instruction, text string) (string, bool) {
+	for i, row := range tableCells(instruction) {
+		for j, c := range row {
+			if c != "" && c == text {
+				return fmt.Sprintf("cell %d %d", i, j+1), true
+			}
+		}
+	}
+	return "", false
+}
+
+// tableCellText is the text "cell R C" stands for.
+func tableCellText(instruction, row, col string) (string, bool) {
+	i, err1 := strconv.Atoi(row)
+	j, err2 := strconv.Atoi(col)
+	rows := tableCells(instruction)
+	if err1 != nil || err2 != nil || i < 1 || i >= len(rows) || j < 1 || j > len(rows[i]) {
+		return "", false
+	}
+	return rows[i][j-1], true
+}
+
 // instructionLines is the text "lines I -K" stands for.
 func instructionLines(instruction, from, toEnd string) (string, bool) {
 	lines := strings.Split(instruction, "\n")
@@ -854,6 +900,11 @@ func Decode(text string, elems []Element, instruction string) schemas.Action {
 		case len(args) == 3 && args[0] == "formula":
 			var ok bool
 			if body, ok = r.formulaText(args[1], args[2]); !ok {
+				return unknown
+			}
+		case len(args) == 3 && args[0] == "cell":
+			var ok bool
+			if body, ok = tableCellText(instruction, args[1], args[2]); !ok {
 				return unknown
 			}
 		case len(args) >= 1 && args[0] == "lit":

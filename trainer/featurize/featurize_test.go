@@ -355,6 +355,37 @@ func TestInstructionLines(t *testing.T) {
 	}
 }
 
+// TestInstructionTableCells: a cell of a table written in the instruction
+// ("City | Visitors") reads "cell R C", so entering a table is counting
+// rows and columns whatever the cells hold, and decodes to the cell's text.
+func TestInstructionTableCells(t *testing.T) {
+	instr := "Create a sheet with this table and save it as ~/t.csv:\nCity | Visitors\nBerlin | 100\nLisbon | 129"
+	for _, c := range []struct{ text, want string }{
+		{"City\t", "type cell 1 1 tab"},
+		{"Visitors\n", "type cell 1 2 nl"},
+		{"129\n", "type cell 3 2 nl"},
+		{"Lisbon", "type cell 3 1"},
+	} {
+		got, ok := Encode(schemas.Action{Kind: "type", Text: c.text}, nil, instr)
+		if !ok || got != c.want {
+			t.Errorf("Encode(%q) = %q, %v; want %q", c.text, got, ok, c.want)
+			continue
+		}
+		if back := Decode(got, nil, instr); back.Kind != "type" || back.Text != c.text {
+			t.Errorf("Decode(%q) = %+v, want text %q", got, back, c.text)
+		}
+	}
+	// Words outside the table keep their word span.
+	if got, _ := Encode(schemas.Action{Kind: "type", Text: "~/t.csv"}, nil, instr); got != "type w10 w10 q" {
+		t.Errorf("path encoded as %q", got)
+	}
+	for _, s := range []string{"type cell 0 1", "type cell 1 3", "type cell 4 1", "type cell x 1", "type cell 1"} {
+		if a := Decode(s, nil, instr); a.Kind != "unknown" {
+			t.Errorf("Decode(%q) = %+v, want unknown", s, a)
+		}
+	}
+}
+
 // TestSliderAtInstructionNumber: a click that sets a slider to the
 // instruction's percentage reads "<slider> at wK" and decodes to the same
 // grid point, computed from the slider's pixel bounds as the settings panel
