@@ -44,7 +44,9 @@ func TestOracleActionsRoundTrip(t *testing.T) {
 	})
 	rate := float64(exact) / float64(total)
 	t.Logf("%d oracle actions, %.1f%% with an exact policy form; longest context %d words; misses: %v", total, 100*rate, maxCtx, misses)
-	if rate < 0.94 {
+	// 98.6% under cualake/0.1.4 (95.1% under 0.1.2 and 0.1.3): what is
+	// left is editor-fixline and sheet-totals' computed formulas.
+	if rate < 0.98 {
 		t.Fatalf("only %.1f%% of oracle actions have an exact policy form", 100*rate)
 	}
 }
