@@ -144,15 +144,7 @@ func TestPointerForms(t *testing.T) {
 		{schemas.Action{Kind: "type", Text: "final report.txt\n"}, "type q2 nl"},
 		{schemas.Action{Kind: "type", Text: "body line one\nline two"}, "type body"},
 	} {
-		got, ok := Encode(c.a, elems, instr)
-		if !ok || got != c.want {
-			t.Errorf("Encode(%+v) = %q, %v; want %q", c.a, got, ok, c.want)
-			continue
-		}
-		back := Decode(got, elems, instr)
-		if !reflect.DeepEqual(back, c.a) {
-			t.Errorf("Decode(%q) = %+v, want %+v", got, back, c.a)
-		}
+		roundTrip(t, elems, instr, c.a, c.want, c.a)
 	}
 	for _, s := range []string{"click q3", "click w0", "click button nope", "type q0", "click w2 last last", "drag q1"} {
 		if a := Decode(s, elems, instr); a.Kind != "unknown" {
@@ -162,6 +154,20 @@ func TestPointerForms(t *testing.T) {
 }
 
 func ptr(v int32) *int32 { return &v }
+
+// roundTrip checks that a encodes exactly to want and that want decodes to
+// back.
+func roundTrip(t *testing.T, elems []Element, instr string, a schemas.Action, want string, back schemas.Action) {
+	t.Helper()
+	got, ok := Encode(a, elems, instr)
+	if !ok || got != want {
+		t.Errorf("Encode(%+v) = %q, %v; want %q", a, got, ok, want)
+		return
+	}
+	if b := Decode(got, elems, instr); !reflect.DeepEqual(b, back) {
+		t.Errorf("Decode(%q) = %+v, want %+v", got, b, back)
+	}
+}
 
 // sheetTree is a spreadsheet screen as simdesk draws it: a dock button, a
 // grid of 10 columns x 6 rows with headers, values in A1:C3.
@@ -207,14 +213,7 @@ func TestSpreadsheetCells(t *testing.T) {
 		{schemas.Action{Kind: "click", X: ptr(200), Y: ptr(120)}, "click cell w12 top"}, // C1: the Units header
 		{schemas.Action{Kind: "type", Text: "200\t"}, "type w8 w8 tab"},
 	} {
-		got, ok := Encode(c.a, elems, instr)
-		if !ok || got != c.want {
-			t.Errorf("Encode(%+v) = %q, %v; want %q", c.a, got, ok, c.want)
-			continue
-		}
-		if back := Decode(got, elems, instr); !reflect.DeepEqual(back, c.a) {
-			t.Errorf("Decode(%q) = %+v, want %+v", got, back, c.a)
-		}
+		roundTrip(t, elems, instr, c.a, c.want, c.a)
 	}
 	for _, s := range []string{"click cell w4 w0", "click cell w99 w6", "click cell w6 w4"} {
 		if a := Decode(s, elems, instr); a.Kind != "unknown" {
@@ -250,20 +249,10 @@ func TestSpreadsheetFormulaInNamedCell(t *testing.T) {
 		{schemas.Action{Kind: "type", Text: "=AVERAGE(B2:B3)\n"}, "type formula average w17 nl"},
 		{schemas.Action{Kind: "type", Text: "=sum(B2:B3)"}, "type formula sum w17"},
 	} {
-		got, ok := Encode(c.a, elems, instr)
-		if !ok || got != c.want {
-			t.Errorf("Encode(%+v) = %q, %v; want %q", c.a, got, ok, c.want)
-			continue
-		}
-		back := Decode(got, elems, instr)
-		if c.a.Kind == "type" {
-			// The function's name is written in capitals, as a spreadsheet
-			// shows it.
-			c.a.Text = strings.Replace(c.a.Text, "sum", "SUM", 1)
-		}
-		if !reflect.DeepEqual(back, c.a) {
-			t.Errorf("Decode(%q) = %+v, want %+v", got, back, c.a)
-		}
+		// The function's name decodes in capitals, as a spreadsheet shows it.
+		back := c.a
+		back.Text = strings.Replace(back.Text, "sum", "SUM", 1)
+		roundTrip(t, elems, instr, c.a, c.want, back)
 	}
 	// A range the instruction does not hold stays literal text.
 	if got, ok := Encode(schemas.Action{Kind: "type", Text: "=SUM(C2:C3)"}, elems, instr); ok || got != "type lit =sum(c2:c3)" {
