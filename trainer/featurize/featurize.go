@@ -360,9 +360,13 @@ func newRefs(instruction string) refs {
 	return r
 }
 
+// punctuation is what surrounds a word in a sentence but not in an element
+// name or a typed value: quotes, stops, commas, colons, brackets.
+const punctuation = `"'.,;:()`
+
 // norm is the form in which element names and instruction parts are compared.
 func norm(s string) string {
-	return strings.ToLower(strings.Trim(strings.TrimSpace(s), `"'.,;:()`))
+	return strings.ToLower(strings.Trim(strings.TrimSpace(s), punctuation))
 }
 
 // text finds typed text among the quoted strings and the body.
@@ -608,16 +612,14 @@ var cellRef = regexp.MustCompile(`^[A-Z]{1,3}[0-9]{1,6}(:[A-Z]{1,3}[0-9]{1,6})?$
 // average, min, max), the range the instruction's own, so every instance
 // of a family reads alike whatever range it names.
 func (r refs) formula(text string) (string, bool) {
-	name, ref, ok := strings.Cut(strings.TrimPrefix(text, "="), "(")
-	if !strings.HasPrefix(text, "=") || !ok || !strings.HasSuffix(ref, ")") || !functionName(name) {
-		return "", false
-	}
-	ref = strings.TrimSuffix(ref, ")")
-	if !cellRef.MatchString(ref) {
+	call, isFormula := strings.CutPrefix(text, "=")
+	name, ref, hasArgs := strings.Cut(call, "(")
+	ref, closed := strings.CutSuffix(ref, ")")
+	if !isFormula || !hasArgs || !closed || !functionName(name) || !cellRef.MatchString(ref) {
 		return "", false
 	}
 	for k, w := range r.words {
-		if cutSpan(w, spanTrims[2].cut) == ref {
+		if cutSpan(w, punctuation) == ref {
 			return "formula " + strings.ToLower(name) + " w" + strconv.Itoa(k), true
 		}
 	}
@@ -631,7 +633,7 @@ func (r refs) formulaText(name, word string) (string, bool) {
 		return "", false
 	}
 	t, ok := r.refText(word)
-	if ref := cutSpan(t, spanTrims[2].cut); ok && cellRef.MatchString(ref) {
+	if ref := cutSpan(t, punctuation); ok && cellRef.MatchString(ref) {
 		return "=" + strings.ToUpper(name) + "(" + ref + ")", true
 	}
 	return "", false
@@ -680,7 +682,7 @@ func index(s, prefix string) (int, bool) {
 
 // spanTrims are the ways a span may be cut from the instruction: as is, with
 // its surrounding quotes removed, or with quotes and punctuation removed.
-var spanTrims = []struct{ marker, cut string }{{"", ""}, {"q", `"'`}, {"trim", `"'.,;:()`}}
+var spanTrims = []struct{ marker, cut string }{{"", ""}, {"q", `"'`}, {"trim", punctuation}}
 
 // findSpan finds text as a run of instruction words i..j (joined by the
 // instruction's own separators), possibly trimmed, and returns "wI wJ [q|trim]".
