@@ -34,7 +34,9 @@ const FormatVersion = 1
 // the Amount column"), and writes a formula over the instruction's range
 // as "formula sum w19", so no spreadsheet action needs coordinate tokens;
 // a cell of a table written in the instruction is typed as "cell R C".
-const CodeVersion = "cualake/0.1.4"
+// 0.1.5: a checkpoint policy draws again (up to rollout --redraws, 4) in a
+// turn whose response is no action on the screen, instead of executing it.
+const CodeVersion = "cualake/0.1.5"
 
 // File is one immutable data file of a table.
 type File struct {

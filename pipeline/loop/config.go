@@ -13,6 +13,12 @@ import (
 	"github.com/goccy/go-yaml"
 )
 
+// DefaultRedraws is how many more responses a model policy draws in a turn
+// whose response is no action on the screen (rollout --redraws). Each
+// costs a few tokens' decoding from the cached context; 0 executes the
+// first response as written, whatever it is.
+const DefaultRedraws = 4
+
 // ErrEncDecRemoved is Validate's error for policy: encdec.
 var ErrEncDecRemoved = errors.New("policy: encdec: the encoder-decoder policy was removed (last present in commit 7878f89) so that one item format, the segments row, feeds SFT and RL; the causal policy is the one: set policy: causal or delete the line")
 
@@ -94,6 +100,10 @@ type Config struct {
 		// Reward is the training rollouts' reward source: judge, verifier
 		// or both ("": the rollout stage's default, DefaultReward).
 		Reward string `yaml:"reward" json:"reward,omitempty"`
+		// Redraws is how many more responses the policy draws in a turn
+		// whose response is no action on the screen (rollout --redraws),
+		// in every rollout of the checkpoint, evaluation included.
+		Redraws int `yaml:"redraws" json:"redraws"`
 	} `yaml:"rollout" json:"rollout"`
 
 	Segment struct {
@@ -134,7 +144,7 @@ func Default() Config {
 	c.Sample.EMABeta, c.Sample.ICSRatio, c.Sample.ReplayCap = 0.7, 0.025, 3
 	c.Sample.RecalibrateEvery, c.Sample.RecalibrateN, c.Sample.DAPORefills = 2, 4, 2
 	c.Train.MaxStale = 3
-	c.Rollout.N, c.Rollout.MaxTurns = 8, 30
+	c.Rollout.N, c.Rollout.MaxTurns, c.Rollout.Redraws = 8, 30, DefaultRedraws
 	c.Segment.Mode, c.Segment.K, c.Segment.Delta = "window", 5, 5
 	c.Train.Advantage, c.Train.Steps, c.Train.LR = "grpo", 30, 1e-4
 	c.Eval.N, c.Eval.Split = 1, "heldout"
@@ -172,6 +182,7 @@ func (c Config) Validate() error {
 	check(c.Workers >= 1, "workers is %d, want >= 1", c.Workers)
 	check(c.Rollout.N >= 2, "rollout.n is %d, want >= 2 (a group needs two rollouts for an advantage)", c.Rollout.N)
 	check(c.Rollout.MaxTurns >= 1, "rollout.max_turns is %d, want >= 1", c.Rollout.MaxTurns)
+	check(c.Rollout.Redraws >= 0, "rollout.redraws is %d, want >= 0", c.Rollout.Redraws)
 	check(c.Sample.Batch >= 1, "sample.batch is %d, want >= 1", c.Sample.Batch)
 	check(c.Sample.Alpha > 0 && c.Sample.Alpha <= 1, "sample.alpha is %v, want (0, 1]", c.Sample.Alpha)
 	check(c.Sample.EMABeta >= 0 && c.Sample.EMABeta < 1, "sample.ema_beta is %v, want [0, 1)", c.Sample.EMABeta)

@@ -52,7 +52,10 @@ func Plan(c Config) []Step {
 	rate := causalRates
 	// Rollouts render screenshots (the causal policy reads them) and act in
 	// a managed context, as segment rebuilds it: window, K, Delta.
-	view := []string{"--context", c.Segment.Mode, "--k", itoa(c.Segment.K), "--delta", itoa(c.Segment.Delta)}
+	// how the checkpoint policy reads its context and redraws non-actions:
+	// every rollout of a checkpoint takes these
+	view := []string{"--context", c.Segment.Mode, "--k", itoa(c.Segment.K), "--delta", itoa(c.Segment.Delta),
+		"--redraws", itoa(c.Rollout.Redraws)}
 	segFlags := func() []string {
 		return []string{"--mode", c.Segment.Mode, "--k", itoa(c.Segment.K), "--delta", itoa(c.Segment.Delta),
 			"--view", "pointer", "--image-tokens", itoa(CausalImageTokens), "--workers", w}

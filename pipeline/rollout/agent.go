@@ -25,6 +25,9 @@ type Decision struct {
 	// PromptIDs is the turn's observation as the policy's context holds it
 	// (steps.prompt_ids; empty when the policy does not say).
 	PromptIDs []int32
+	// Draws is how many responses the policy drew this turn: more than 1
+	// when it redrew a response that was no action (0 when it does not say).
+	Draws int32
 }
 
 // Turn is one past step, the history a policy's context is built from.

@@ -234,3 +234,51 @@ func TestOpenAIPolicy(t *testing.T) {
 	}
 	_ = fmt.Sprint
 }
+
+// redrawing answers turn 0 with text that is no action after 3 draws,
+// turn 1 with a random action after 2 draws, and acts randomly after.
+type redrawing struct{}
+
+func (redrawing) Name() string   { return "redrawing" }
+func (redrawing) Version() int32 { return 1 }
+func (redrawing) New(task schemas.Task, seed int64) (Agent, error) {
+	r, _ := Random{}.New(task, seed)
+	return agentFunc(func(ctx context.Context, t schemas.Task, o simdesk.Obs, h []Turn) (Decision, error) {
+		switch len(h) {
+		case 0:
+			return Decision{RawAction: "click nowhere", Draws: 3}, nil
+		case 1:
+			d, err := r.Act(ctx, t, o, h)
+			d.Draws = 2 // redrawn into an action
+			return d, err
+		}
+		return r.Act(ctx, t, o, h)
+	}), nil
+}
+
+// TestSummaryCountsUnparsedAndRedrawn: the summary counts the steps that
+// executed no action (action_kind unknown, as stored) and the turns the
+// policy drew more than one response on.
+func TestSummaryCountsUnparsedAndRedrawn(t *testing.T) {
+	p := DefaultParams()
+	p.N, p.MaxTurns, p.TreeOnly = 2, 4, true
+	var sum Summary
+	unknown := 0
+	for _, ep := range collect(t, someTasks(t, 3), redrawing{}, p) {
+		sum.Add(ep)
+		for _, st := range ep.Steps {
+			if st.ActionKind == "unknown" {
+				unknown++
+			}
+		}
+		if len(ep.Steps) == 0 || ep.Steps[0].ActionKind != "unknown" || ep.Steps[0].RawAction != "click nowhere" {
+			t.Fatalf("%s: first step %+v, want the unparsed text stored as action_kind unknown", ep.Trajectory.TrajectoryID, ep.Steps[0])
+		}
+	}
+	if sum.Trajectories != 6 || sum.Unparsed != unknown || unknown < 6 {
+		t.Fatalf("summary %+v: %d unknown steps stored", sum, unknown)
+	}
+	if want := 12; sum.Redrawn != want {
+		t.Fatalf("redrawn turns %d, want %d (turns 0 and 1 of 6 episodes)", sum.Redrawn, want)
+	}
+}

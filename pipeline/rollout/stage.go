@@ -51,6 +51,9 @@ type Episode struct {
 	Steps         []schemas.Step
 	Blobs         []schemas.Blob
 	Verifications []schemas.Verification // filled by a Verifier, if any
+	// Redrawn counts the turns on which the policy drew more than one
+	// response (not stored: steps holds the executed response only).
+	Redrawn int
 }
 
 // EnvFactory makes one environment per worker.
@@ -264,6 +267,9 @@ func runEpisode(ctx context.Context, env simdesk.Env, f AgentFactory, task schem
 		if st.ActionKind == "" {
 			st.ActionKind = "unknown"
 		}
+		if d.Draws > 1 {
+			ep.Redrawn++
+		}
 		history = append(history, Turn{Obs: obs, Decision: d})
 		obs, err = env.Step(d.Action)
 		if err != nil {
@@ -319,6 +325,11 @@ type Summary struct {
 	SuccessRate  float64        `json:"success_rate"`
 	MeanReward   float64        `json:"mean_reward"`
 	Errors       []string       `json:"errors,omitempty"`
+	// Unparsed counts the executed actions that were no action (steps rows
+	// with action_kind 'unknown'); Redrawn the turns on which the policy
+	// drew again because its response was no action.
+	Unparsed int `json:"unparsed_actions"`
+	Redrawn  int `json:"redrawn_turns"`
 }
 
 // Add counts one episode.
@@ -328,6 +339,12 @@ func (s *Summary) Add(ep Episode) {
 	}
 	s.Trajectories++
 	s.Steps += len(ep.Steps)
+	s.Redrawn += ep.Redrawn
+	for _, st := range ep.Steps {
+		if st.ActionKind == "unknown" {
+			s.Unparsed++
+		}
+	}
 	s.Outcomes[ep.Trajectory.Outcome]++
 	s.MeanReward += (ep.Trajectory.Reward - s.MeanReward) / float64(s.Trajectories)
 	s.SuccessRate = float64(s.Outcomes[schemas.OutcomeSuccess]) / float64(s.Trajectories)

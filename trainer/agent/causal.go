@@ -42,6 +42,7 @@ type Causal struct {
 	prm     segment.Params
 	temp    float64
 	greedy  bool
+	redraws int // more responses drawn in a turn whose response is no action
 
 	// Screens repeat within and across episodes (the same app states), and
 	// decoding a 1280x800 PNG costs more than the model's turn, so patches
@@ -78,8 +79,13 @@ func (c *Causal) screenPatches(png []byte) ([][]float32, error) {
 // model reads (tokName, compared with the checkpoint's); prm gives the
 // context mode (Mode, K, Delta, Window), the rest is set from the model:
 // the pointer view, a fixed ImageTokens per screenshot, the default system
-// prompt. Sampling is at temperature, or greedy.
-func NewCausal(m *causal.Model, v int32, tok tokenizer.Encoder, tokName string, prm segment.Params, temperature float64, greedy bool) (*Causal, error) {
+// prompt. Sampling is at temperature, or greedy; a response that is no
+// action on the screen is drawn again up to redraws more times (see
+// generate; loop.DefaultRedraws).
+func NewCausal(m *causal.Model, v int32, tok tokenizer.Encoder, tokName string, prm segment.Params, temperature float64, greedy bool, redraws int) (*Causal, error) {
+	if redraws < 0 {
+		return nil, fmt.Errorf("causal policy: %d redraws, want >= 0", redraws)
+	}
 	if tokName != m.Tokenizer() {
 		return nil, fmt.Errorf("causal policy v%d reads tokenizer %q, the rollout has %q", v, m.Tokenizer(), tokName)
 	}
@@ -109,9 +115,13 @@ func NewCausal(m *causal.Model, v int32, tok tokenizer.Encoder, tokName string, 
 	if greedy {
 		temperature = 1
 	}
-	return &Causal{m: m, version: v, codec: codec, tpl: tpl, prm: prm, temp: temperature, greedy: greedy,
+	return &Causal{m: m, version: v, codec: codec, tpl: tpl, prm: prm, temp: temperature, greedy: greedy, redraws: redraws,
 		patches: map[[32]byte][][]float32{}}, nil
 }
+
+// Redraws is how many more responses a turn may draw (recorded in the
+// rollout's commit params).
+func (c *Causal) Redraws() int { return c.redraws }
 
 // Context returns the context parameters the rollouts use (what `segment`
 // must be run with to rebuild them).
@@ -182,18 +192,24 @@ func (e *causalEpisode) Act(_ context.Context, task schemas.Task, obs simdesk.Ob
 		return rollout.Decision{}, fmt.Errorf("causal policy: %w", err)
 	}
 	e.patches = append(e.patches, pat)
-	resp, logp, err := e.generate(ctxItem, turnSeed(e.seed, turn))
+	action := func(resp []int32) (string, schemas.Action) {
+		if n := len(resp); n > 0 && resp[n-1] == c.codec.ImEnd {
+			resp = resp[:n-1]
+		}
+		text := c.codec.Enc.Decode(resp)
+		return text, featurize.Decode(text, elems, task.Instruction)
+	}
+	valid := func(resp []int32) bool {
+		_, a := action(resp)
+		return a.Kind != ""
+	}
+	resp, logp, draws, err := e.generate(ctxItem, turnSeed(e.seed, turn), valid)
 	if err != nil {
 		return rollout.Decision{}, fmt.Errorf("causal policy v%d at turn %d: %w", c.version, turn, err)
 	}
-	ids := resp
-	if n := len(ids); n > 0 && ids[n-1] == c.codec.ImEnd {
-		ids = ids[:n-1]
-	}
-	text := c.codec.Enc.Decode(ids)
-	a := featurize.Decode(text, elems, task.Instruction)
+	text, a := action(resp)
 	d := rollout.Decision{Action: a, Response: text, RawAction: text, ResponseIDs: resp, Logprobs: logp,
-		PromptTokens: int32(len(ctxItem.IDs)), PromptIDs: obsIDs}
+		PromptTokens: int32(len(ctxItem.IDs)), PromptIDs: obsIDs, Draws: int32(draws)}
 	row := schemas.Step{TrajectoryID: task.TaskID, Step: int32(turn), RawAction: d.RawAction, Response: d.Response,
 		ResponseIDs: d.ResponseIDs, Logprobs: d.Logprobs, PromptIDs: d.PromptIDs}
 	row.SetAction(d.Action)
@@ -205,9 +221,18 @@ func (e *causalEpisode) Act(_ context.Context, task schemas.Task, obs simdesk.Ob
 }
 
 // generate feeds the context to the decoder (the part it does not hold yet,
-// or all of it after a pruning) and samples a response up to <|im_end|> or
-// the model's MaxResponse tokens.
-func (e *causalEpisode) generate(ctxItem *segment.Item, seed uint64) ([]int32, []float32, error) {
+// or all of it after a pruning) and decodes a response up to <|im_end|> or
+// the model's MaxResponse tokens. A response that valid refuses (text that
+// is no action on this screen) is drawn again, up to c.redraws more times,
+// from the same context: sampling draws afresh, so the executed response
+// follows the policy's distribution restricted to executable responses;
+// greedy decoding takes the most probable response that deviates from
+// those tried in one more token and continues greedily after it (a
+// best-first search). If none is valid, the first response is executed as
+// written. The log-probabilities are the model's own at the temperature,
+// unchanged by the redraws, so the trainer's recomputation matches them.
+// It returns the response, its log-probabilities and the responses drawn.
+func (e *causalEpisode) generate(ctxItem *segment.Item, seed uint64, valid func([]int32) bool) ([]int32, []float32, int, error) {
 	c := e.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -231,31 +256,176 @@ func (e *causalEpisode) generate(ctxItem *segment.Item, seed uint64) ([]int32, [
 	}
 	lp, err := e.dec.Feed(ids[from:], imgs, c.temp)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	rng := rand.New(rand.NewPCG(seed, 0xca05a1))
+	n0 := len(e.dec.Tokens())
+	first, err := e.decode(lp, draft{}, rng)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	draws := 1
+	if c.redraws == 0 || valid(first.ids) {
+		return first.ids, first.logp, draws, nil
+	}
+	var alts []draft // greedy: the untried one-token deviations, best first by log-probability
+	if c.greedy {
+		alts = e.deviations(alts, first, 0)
+	}
+	for ; draws <= c.redraws; draws++ {
+		start := draft{}
+		if c.greedy {
+			if len(alts) == 0 {
+				break
+			}
+			start, alts = popBest(alts)
+		}
+		if err := e.dec.Truncate(n0); err != nil {
+			return nil, nil, 0, err
+		}
+		r, err := e.decode(lp, start, rng)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if valid(r.ids) {
+			return r.ids, r.logp, draws + 1, nil
+		}
+		if c.greedy {
+			alts = e.deviations(alts, r, len(start.ids))
+		}
+	}
+	// None is an action: the first response stands, and the decoder holds
+	// it again (all but its last token, as after any response).
+	if err := e.dec.Truncate(n0); err != nil {
+		return nil, nil, 0, err
+	}
+	if n := len(first.ids); n > 1 {
+		if _, err := e.dec.Feed(first.ids[:n-1], nil, c.temp); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	return first.ids, first.logp, draws, nil
+}
+
+// draft is a response, or the forced start of one: its token ids, their
+// log-probabilities, and (greedy) the distribution each decoded position
+// was drawn from.
+type draft struct {
+	ids   []int32
+	logp  []float32
+	dists [][]float32
+	score float64 // sum of logp
+}
+
+// decode continues a response from the decoder's state after the context
+// (next-token distribution lp): it feeds start's tokens, then decodes up to
+// <|im_end|> or MaxResponse tokens. The decoder is left holding the context
+// and every token of the response but the last.
+func (e *causalEpisode) decode(lp []float32, start draft, rng *rand.Rand) (draft, error) {
+	c := e.c
 	maxTok := c.m.Config().MaxResponse
-	var resp []int32
-	var logp []float32
-	for len(resp) < maxTok {
+	r := draft{ids: slices.Clone(start.ids), logp: slices.Clone(start.logp)}
+	if n := len(r.ids); n > 0 {
+		if r.ids[n-1] == c.codec.ImEnd || n >= maxTok {
+			return r, nil
+		}
+		var err error
+		if lp, err = e.dec.Feed(r.ids, nil, c.temp); err != nil {
+			return draft{}, err
+		}
+	}
+	for len(r.ids) < maxTok {
 		k := argmax(lp)
 		if !c.greedy {
 			k = sample(lp, rng)
 		}
 		tok, ok := c.m.IDs().Token(int32(k))
 		if !ok {
-			return nil, nil, fmt.Errorf("sampled compact id %d, which maps to no token", k)
+			return draft{}, fmt.Errorf("sampled compact id %d, which maps to no token", k)
 		}
-		resp = append(resp, tok)
-		logp = append(logp, lp[k])
-		if tok == c.codec.ImEnd || len(resp) == maxTok {
+		r.ids = append(r.ids, tok)
+		r.logp = append(r.logp, lp[k])
+		if c.greedy {
+			r.dists = append(r.dists, lp)
+		}
+		if tok == c.codec.ImEnd || len(r.ids) == maxTok {
 			break
 		}
+		var err error
 		if lp, err = e.dec.Feed([]int32{tok}, nil, c.temp); err != nil {
-			return nil, nil, err
+			return draft{}, err
 		}
 	}
-	return resp, logp, nil
+	return r, nil
+}
+
+// deviations adds to alts, for each position of r from its decoded part
+// on (r.dists[i] is position from+i's distribution), the starts that keep
+// r before that position and take another token there: the c.redraws most
+// probable other tokens, which are all a search of c.redraws draws can
+// reach at that position.
+func (e *causalEpisode) deviations(alts []draft, r draft, from int) []draft {
+	c := e.c
+	score := 0.0
+	for i := 0; i < from; i++ {
+		score += float64(r.logp[i])
+	}
+	for j, dist := range r.dists {
+		i := from + j
+		chosen := c.m.IDs().Compact(r.ids[i])
+		for _, k := range topK(dist, c.redraws+1) {
+			if int32(k) == chosen || dist[k] < minLogProb {
+				continue
+			}
+			tok, ok := c.m.IDs().Token(int32(k))
+			if !ok {
+				continue
+			}
+			alts = append(alts, draft{
+				ids:   append(slices.Clone(r.ids[:i]), tok),
+				logp:  append(slices.Clone(r.logp[:i]), dist[k]),
+				score: score + float64(dist[k]),
+			})
+		}
+		score += float64(r.logp[i])
+	}
+	return alts
+}
+
+// minLogProb bounds the tokens a search may take: the ids the model never
+// writes score about -1e9.
+const minLogProb = -1e8
+
+// popBest removes and returns the most probable start (the first of equals,
+// so the search is deterministic).
+func popBest(alts []draft) (draft, []draft) {
+	best := 0
+	for i, a := range alts {
+		if a.score > alts[best].score {
+			best = i
+		}
+	}
+	d := alts[best]
+	return d, slices.Delete(alts, best, best+1)
+}
+
+// topK returns the indices of the k largest values, largest first (lower
+// index first among equals).
+func topK(v []float32, k int) []int {
+	idx := make([]int, 0, k+1)
+	for i, x := range v {
+		at := len(idx)
+		for at > 0 && x > v[idx[at-1]] {
+			at--
+		}
+		if at < k {
+			idx = slices.Insert(idx, at, i)
+			if len(idx) > k {
+				idx = idx[:k]
+			}
+		}
+	}
+	return idx
 }
 
 func argmax(lp []float32) int {

@@ -310,6 +310,39 @@ func (d *Decoder) Reset() {
 // Close releases the cached tensors.
 func (d *Decoder) Close() { d.Reset() }
 
+// Truncate drops the stream after its first n tokens, keeping the keys and
+// values before them, so that a response can be redrawn from the same
+// context without feeding the context again.
+func (d *Decoder) Truncate(n int) (err error) {
+	switch {
+	case n < 0 || n > len(d.ids):
+		return fmt.Errorf("causal decode: truncate to %d tokens, the stream has %d", n, len(d.ids))
+	case n == len(d.ids):
+		return nil
+	case n == 0:
+		d.Reset()
+		return nil
+	}
+	defer tx.Lock()()
+	defer tx.Recover(&err, "causal decode")
+	s := tx.NewScope()
+	defer s.Close()
+	for l := range d.c.k {
+		k := s.Contiguous(s.Narrow(d.c.k[l], 1, 0, int64(n)))
+		v := s.Contiguous(s.Narrow(d.c.v[l], 1, 0, int64(n)))
+		if err := s.Err(); err != nil {
+			d.c.drop()
+			d.ids = d.ids[:0]
+			return fmt.Errorf("causal decode: truncate: %w", err)
+		}
+		_, _ = d.c.k[l].Drop(), d.c.v[l].Drop()
+		d.c.k[l], d.c.v[l] = s.Keep(k), s.Keep(v)
+	}
+	d.c.n = n
+	d.ids = d.ids[:n]
+	return nil
+}
+
 // Feed appends ids (whole vision blocks only, with their screenshots'
 // patches in images) and returns the log-probabilities of the next token
 // over the compact vocabulary at the temperature (about -1e9 for the ids

@@ -54,6 +54,7 @@ lacks) fail the run, each named with what blocks it, unless --skip-unsupported l
 			&cli.StringFlag{Name: "endpoint", EnvVars: []string{"OPENAI_BASE_URL"}, Usage: "openai policy: base URL of an OpenAI-compatible server"},
 			&cli.StringFlag{Name: "model", Usage: "openai policy: model name"},
 			&cli.BoolFlag{Name: "greedy", Usage: "checkpoint policy: decode greedily instead of sampling at temperature 0.8"},
+			&cli.IntFlag{Name: "redraws", Value: loop.DefaultRedraws, Usage: "causal checkpoint: draw up to N more responses in a turn whose response is no action on the screen (greedy: the next most probable; 0: execute it as written)"},
 			&cli.StringFlag{Name: "context", Value: string(segment.ModeWindow), Usage: "causal checkpoint: the context it reads, as segment builds it: window, step or trajectory"},
 			&cli.IntFlag{Name: "k", Value: segment.DefaultK, Usage: "causal checkpoint, window context: screenshots kept after pruning"},
 			&cli.IntFlag{Name: "delta", Value: segment.DefaultDelta, Usage: "causal checkpoint, window context: screenshots dropped per pruning"},
@@ -332,6 +333,9 @@ func runRollout(c *cli.Context) error {
 		extra["context"] = map[string]any{"mode": cp.Mode, "k": cp.K, "delta": cp.Delta, "window": cp.Window, "view": cp.View,
 			"image_tokens": cp.Image.FixedTokens}
 	}
+	if rf, ok := f.(interface{ Redraws() int }); ok {
+		extra["redraws"] = rf.Redraws()
+	}
 	res, err := out.Finish(ctx, lake.CommitInfo{Stage: "rollout", Seed: p.Seed, Inputs: inputs, Params: p.MarshalParams(f.Name(), extra)})
 	if err != nil {
 		return err
@@ -344,8 +348,9 @@ func runRollout(c *cli.Context) error {
 		return printJSON(c.App.Writer, map[string]any{"snapshot": m.ID, "iteration": p.Iteration, "policy": f.Name(),
 			"policy_version": f.Version(), "summary": sum})
 	}
-	fmt.Fprintf(c.App.Writer, "rollout %s (iteration %d): %d trajectories over %d tasks, success %.1f%%, mean reward %.3f, outcomes %v\nsnapshot %s\n",
-		f.Name(), p.Iteration, sum.Trajectories, sum.Tasks, 100*sum.SuccessRate, sum.MeanReward, sum.Outcomes, m.ID)
+	fmt.Fprintf(c.App.Writer, "rollout %s (iteration %d): %d trajectories over %d tasks, success %.1f%%, mean reward %.3f, outcomes %v\n",
+		f.Name(), p.Iteration, sum.Trajectories, sum.Tasks, 100*sum.SuccessRate, sum.MeanReward, sum.Outcomes)
+	fmt.Fprintf(c.App.Writer, "%d steps, %d executed as no action, %d turns redrawn\nsnapshot %s\n", sum.Steps, sum.Unparsed, sum.Redrawn, m.ID)
 	if len(sum.Errors) > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "episodes that ended in error (first %d):\n  %s\n", len(sum.Errors), strings.Join(sum.Errors, "\n  "))
 	}

@@ -66,7 +66,7 @@ func init() {
 		}
 		prm := segment.DefaultParams()
 		prm.Mode, prm.K, prm.Delta, prm.Window = segment.Mode(c.String("context")), c.Int("k"), c.Int("delta"), c.Int("window")
-		return agent.NewCausal(model, ck.Version, tok, name, prm, trainer.DefaultTemperature, c.Bool("greedy"))
+		return agent.NewCausal(model, ck.Version, tok, name, prm, trainer.DefaultTemperature, c.Bool("greedy"), c.Int("redraws"))
 	}
 }
 
