@@ -201,7 +201,7 @@ func (e *causalEpisode) Act(_ context.Context, task schemas.Task, obs simdesk.Ob
 	}
 	valid := func(resp []int32) bool {
 		_, a := action(resp)
-		return a.Kind != ""
+		return a.Kind != "" && a.Kind != "unknown"
 	}
 	resp, logp, draws, err := e.generate(ctxItem, turnSeed(e.seed, turn), valid)
 	if err != nil {

@@ -102,8 +102,21 @@ func TestCausalPolicyOnSegments(t *testing.T) {
 	}
 
 	// rollouts of the checkpoint, in a window context of 2 screenshots
-	must("rollout", "--policy", "checkpoint", "--n", "4", "--split", "train", "--limit-tasks", "3", "--max-turns", "5",
+	// (a checkpoint of 6 steps writes many responses that are no action:
+	// it redraws them, and the log-probability round trip below covers the
+	// redrawn responses too)
+	var roll struct {
+		Summary struct {
+			Steps    int `json:"steps"`
+			Unparsed int `json:"unparsed_actions"`
+			Redrawn  int `json:"redrawn_turns"`
+		} `json:"summary"`
+	}
+	runJSON(t, &roll, "rollout", "--policy", "checkpoint", "--n", "4", "--split", "train", "--limit-tasks", "3", "--max-turns", "5",
 		"--k", "1", "--delta", "1", "--iteration", "1", "--workers", "2")
+	if r := roll.Summary; r.Redrawn == 0 || r.Unparsed >= r.Steps {
+		t.Fatalf("rollout of a 6-step checkpoint: %+v; want redrawn turns, and not every step unparsed", r)
+	}
 	if out, err := run(t, "train", "--objective", "grpo", "--steps", "1"); err == nil || !strings.Contains(err.Error(), "holds no segments for iteration 1") {
 		t.Fatalf("grpo with stale segments: %v %s", err, out)
 	}
