@@ -225,7 +225,8 @@ func (e *causalEpisode) Act(_ context.Context, task schemas.Task, obs simdesk.Ob
 // the model's MaxResponse tokens. A response that valid refuses (text that
 // is no action on this screen) is drawn again, up to c.redraws more times,
 // from the same context: sampling draws afresh, so the executed response
-// follows the policy's distribution restricted to executable responses;
+// follows the policy's distribution restricted to executable responses
+// (up to the redraw limit);
 // greedy decoding takes the most probable response that deviates from
 // those tried in one more token and continues greedily after it (a
 // best-first search). If none is valid, the first response is executed as
@@ -320,7 +321,8 @@ type draft struct {
 // decode continues a response from the decoder's state after the context
 // (next-token distribution lp): it feeds start's tokens, then decodes up to
 // <|im_end|> or MaxResponse tokens. The decoder is left holding the context
-// and every token of the response but the last.
+// and every token of the response but the last, or only the context when
+// start is already a whole response (the next turn feeds the rest).
 func (e *causalEpisode) decode(lp []float32, start draft, rng *rand.Rand) (draft, error) {
 	c := e.c
 	maxTok := c.m.Config().MaxResponse
