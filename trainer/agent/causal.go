@@ -225,12 +225,11 @@ func (e *causalEpisode) Act(_ context.Context, task schemas.Task, obs simdesk.Ob
 // the model's MaxResponse tokens. A response that valid refuses (text that
 // is no action on this screen) is drawn again, up to c.redraws more times,
 // from the same context: sampling draws afresh, so the executed response
-// follows the policy's distribution restricted to executable responses
-// (up to the redraw limit);
-// greedy decoding takes the most probable response that deviates from
-// those tried in one more token and continues greedily after it (a
-// best-first search). If none is valid, the first response is executed as
-// written. The log-probabilities are the model's own at the temperature,
+// follows the policy's distribution restricted to executable responses (up
+// to the redraw limit); greedy decoding takes the most probable response
+// that deviates from those tried in one more token and continues greedily
+// after it (a best-first search). If none is valid, the first response is
+// executed as written. The log-probabilities are the model's own at the temperature,
 // unchanged by the redraws, so the trainer's recomputation matches them.
 // It returns the response, its log-probabilities and the responses drawn.
 func (e *causalEpisode) generate(ctxItem *segment.Item, seed uint64, valid func([]int32) bool) ([]int32, []float32, int, error) {
