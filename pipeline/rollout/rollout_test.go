@@ -275,8 +275,8 @@ func TestSummaryCountsUnparsedAndRedrawn(t *testing.T) {
 			t.Fatalf("%s: first step %+v, want the unparsed text stored as action_kind unknown", ep.Trajectory.TrajectoryID, ep.Steps[0])
 		}
 	}
-	if sum.Trajectories != 6 || sum.Unparsed != unknown || unknown < 6 {
-		t.Fatalf("summary %+v: %d unknown steps stored", sum, unknown)
+	if sum.Trajectories != 6 || sum.Unparsed != 6 || unknown != 6 {
+		t.Fatalf("summary %+v: %d unknown steps stored; want 6, turn 0 of each episode", sum, unknown)
 	}
 	if want := 12; sum.Redrawn != want {
 		t.Fatalf("redrawn turns %d, want %d (turns 0 and 1 of 6 episodes)", sum.Redrawn, want)

@@ -226,12 +226,16 @@ func (e *causalEpisode) Act(_ context.Context, task schemas.Task, obs simdesk.Ob
 // is no action on this screen) is drawn again, up to c.redraws more times,
 // from the same context: sampling draws afresh, so the executed response
 // follows the policy's distribution restricted to executable responses (up
-// to the redraw limit); greedy decoding takes the most probable response
-// that deviates from those tried in one more token and continues greedily
-// after it (a best-first search). If none is valid, the first response is
-// executed as written. The log-probabilities are the model's own at the temperature,
-// unchanged by the redraws, so the trainer's recomputation matches them.
-// It returns the response, its log-probabilities and the responses drawn.
+// to the redraw limit); greedy decoding takes, among the one-token
+// deviations from the responses tried, the one whose prefix (up to and
+// including the deviating token) is most probable, and continues greedily
+// after it (a best-first search over prefixes). If none is valid, the
+// first response is executed as written. The log-probabilities are the
+// model's own at the temperature, unchanged by the redraws, so the
+// trainer's recomputation matches them. It returns the response, its
+// log-probabilities and the responses drawn. The decoder is left holding a
+// prefix of the next turn's context: the context and the response but its
+// last token (or, after a whole-response start, the context only).
 func (e *causalEpisode) generate(ctxItem *segment.Item, seed uint64, valid func([]int32) bool) ([]int32, []float32, int, error) {
 	c := e.c
 	c.mu.Lock()
@@ -268,7 +272,7 @@ func (e *causalEpisode) generate(ctxItem *segment.Item, seed uint64, valid func(
 	if c.redraws == 0 || valid(first.ids) {
 		return first.ids, first.logp, draws, nil
 	}
-	var alts []draft // greedy: the untried one-token deviations, best first by log-probability
+	var alts []draft // greedy: the untried one-token deviations, ranked by score
 	if c.greedy {
 		alts = e.deviations(alts, first, 0)
 	}
@@ -295,7 +299,7 @@ func (e *causalEpisode) generate(ctxItem *segment.Item, seed uint64, valid func(
 		}
 	}
 	// None is an action: the first response stands, and the decoder holds
-	// it again (all but its last token, as after any response).
+	// it again (all but its last token).
 	if err := e.dec.Truncate(n0); err != nil {
 		return nil, nil, 0, err
 	}
@@ -314,7 +318,7 @@ type draft struct {
 	ids   []int32
 	logp  []float32
 	dists [][]float32
-	score float64 // sum of logp
+	score float64 // a deviation start's log-probability (sum of logp); 0 on decoded responses
 }
 
 // decode continues a response from the decoder's state after the context

@@ -173,9 +173,77 @@ func TestRedrawSampledAndExhausted(t *testing.T) {
 			t.Fatalf("greedy %v: the decoder holds %v, want the context and the first response but its last token", greedy, held)
 		}
 	}
-	if _, _, _, err := testPolicy(t, false, 0).generate(testContext, 3, func([]int32) bool { return false }); err != nil {
+	if r, _, draws, err := testPolicy(t, false, 0).generate(testContext, 3, func([]int32) bool { return false }); err != nil ||
+		draws != 1 || !slices.Equal(r, first) {
+		t.Fatalf("redraws 0: %v after %d draws (%v), want the first sample %v after 1", r, draws, err, first)
+	}
+}
+
+// TestRedrawGreedySecondDeviation refuses the greedy response and the
+// first redraw: the third response must come from the best deviation over
+// both responses tried (the first's deviations at every position, the
+// second's after its forced start, each scored by its whole prefix), as a
+// search over fresh, teacher-forced decoders finds it.
+func TestRedrawGreedySecondDeviation(t *testing.T) {
+	ref := testPolicy(t, true, 4)
+	maxTok := ref.c.m.Config().MaxResponse
+	continueGreedy := func(p []int32) []int32 {
+		out := slices.Clone(p)
+		for len(out) == 0 || out[len(out)-1] != testSpecial.ImEnd && len(out) < maxTok {
+			_, ds := teacherForced(t, ref, append(slices.Clone(out), 0)) // 0: a placeholder, the last distribution is all we read
+			k, _ := ref.c.m.IDs().Token(int32(argmax(ds[len(out)])))
+			out = append(out, k)
+		}
+		return out
+	}
+	type cand struct {
+		prefix []int32
+		score  float64
+	}
+	var cands []cand
+	addDeviations := func(r []int32, from int) {
+		lps, dists := teacherForced(t, ref, r)
+		score := 0.0
+		for i := range r {
+			if i >= from {
+				for k, v := range dists[i] {
+					if tok, ok := ref.c.m.IDs().Token(int32(k)); ok && tok != r[i] && v > minLogProb {
+						cands = append(cands, cand{append(slices.Clone(r[:i]), tok), score + float64(v)})
+					}
+				}
+			}
+			score += float64(lps[i])
+		}
+	}
+	pop := func() []int32 {
+		best := 0
+		for i, c := range cands {
+			if c.score > cands[best].score {
+				best = i
+			}
+		}
+		p := cands[best].prefix
+		cands = slices.Delete(cands, best, best+1)
+		return p
+	}
+	r1 := continueGreedy(nil)
+	addDeviations(r1, 0)
+	p2 := pop()
+	r2 := continueGreedy(p2)
+	addDeviations(r2, len(p2))
+	r3 := continueGreedy(pop())
+
+	e := testPolicy(t, true, 4)
+	refused := func(r []int32) bool { return !slices.Equal(r, r1) && !slices.Equal(r, r2) }
+	got, logp, draws, err := e.generate(testContext, 1, refused)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if draws != 3 || !slices.Equal(got, r3) {
+		t.Fatalf("third response %v after %d draws, want %v (refused %v and %v)", got, draws, r3, r1, r2)
+	}
+	wantLp, _ := teacherForced(t, e, got)
+	sameLogprobs(t, "third response", logp, wantLp)
 }
 
 func TestTopK(t *testing.T) {

@@ -312,7 +312,9 @@ func (d *Decoder) Close() { d.Reset() }
 
 // Truncate drops the stream after its first n tokens, keeping the keys and
 // values before them, so that a response can be redrawn from the same
-// context without feeding the context again.
+// context without feeding the context again. n must not fall inside a
+// vision block (the caller truncates to the end of a context). On an error
+// the decoder is emptied, as after a failed Feed.
 func (d *Decoder) Truncate(n int) (err error) {
 	switch {
 	case n < 0 || n > len(d.ids):
@@ -324,6 +326,12 @@ func (d *Decoder) Truncate(n int) (err error) {
 		return nil
 	}
 	defer tx.Lock()()
+	defer func() {
+		if err != nil { // some layers may be cut already: start over
+			d.c.drop()
+			d.ids = d.ids[:0]
+		}
+	}()
 	defer tx.Recover(&err, "causal decode")
 	s := tx.NewScope()
 	defer s.Close()
@@ -331,8 +339,6 @@ func (d *Decoder) Truncate(n int) (err error) {
 		k := s.Contiguous(s.Narrow(d.c.k[l], 1, 0, int64(n)))
 		v := s.Contiguous(s.Narrow(d.c.v[l], 1, 0, int64(n)))
 		if err := s.Err(); err != nil {
-			d.c.drop()
-			d.ids = d.ids[:0]
 			return fmt.Errorf("causal decode: truncate: %w", err)
 		}
 		_, _ = d.c.k[l].Drop(), d.c.v[l].Drop()

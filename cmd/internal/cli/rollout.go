@@ -54,7 +54,7 @@ lacks) fail the run, each named with what blocks it, unless --skip-unsupported l
 			&cli.StringFlag{Name: "endpoint", EnvVars: []string{"OPENAI_BASE_URL"}, Usage: "openai policy: base URL of an OpenAI-compatible server"},
 			&cli.StringFlag{Name: "model", Usage: "openai policy: model name"},
 			&cli.BoolFlag{Name: "greedy", Usage: "checkpoint policy: decode greedily instead of sampling at temperature 0.8"},
-			&cli.IntFlag{Name: "redraws", Value: loop.DefaultRedraws, Usage: "causal checkpoint: draw up to N more responses in a turn whose response is no action on the screen (greedy: the next most probable; 0: execute it as written)"},
+			&cli.IntFlag{Name: "redraws", Value: loop.DefaultRedraws, Usage: "checkpoint policy: draw up to N more responses in a turn whose response is no action on the screen (greedy: the most probable one-token deviation, continued greedily; 0: execute it as written)"},
 			&cli.StringFlag{Name: "context", Value: string(segment.ModeWindow), Usage: "causal checkpoint: the context it reads, as segment builds it: window, step or trajectory"},
 			&cli.IntFlag{Name: "k", Value: segment.DefaultK, Usage: "causal checkpoint, window context: screenshots kept after pruning"},
 			&cli.IntFlag{Name: "delta", Value: segment.DefaultDelta, Usage: "causal checkpoint, window context: screenshots dropped per pruning"},
