@@ -143,9 +143,13 @@ var Trajectories = register(&Table[Trajectory]{
 	},
 })
 
+// ActionUnknown is the kind of a response that is no action: executed as a
+// no-op and stored so that it can be counted.
+const ActionUnknown = "unknown"
+
 // Action kinds of the ScaleCUA/OSWorld action space.
 var ActionKinds = []string{"click", "right_click", "middle_click", "double_click", "triple_click",
-	"drag", "move", "key", "hotkey", "type", "scroll", "wait", "done", "fail", "unknown"}
+	"drag", "move", "key", "hotkey", "type", "scroll", "wait", "done", "fail", ActionUnknown}
 
 // Action is a typed GUI action. Coordinates are on the 1000x1000 grid;
 // absent coordinates are nil.

@@ -265,7 +265,7 @@ func runEpisode(ctx context.Context, env simdesk.Env, f AgentFactory, task schem
 			PromptIDs: d.PromptIDs}
 		st.SetAction(d.Action)
 		if st.ActionKind == "" {
-			st.ActionKind = "unknown"
+			st.ActionKind = schemas.ActionUnknown
 		}
 		if d.Draws > 1 {
 			ep.Redrawn++
@@ -341,7 +341,7 @@ func (s *Summary) Add(ep Episode) {
 	s.Steps += len(ep.Steps)
 	s.Redrawn += ep.Redrawn
 	for _, st := range ep.Steps {
-		if st.ActionKind == "unknown" {
+		if st.ActionKind == schemas.ActionUnknown {
 			s.Unparsed++
 		}
 	}

@@ -201,7 +201,7 @@ func (e *causalEpisode) Act(_ context.Context, task schemas.Task, obs simdesk.Ob
 	}
 	valid := func(resp []int32) bool {
 		_, a := action(resp)
-		return a.Kind != "" && a.Kind != "unknown"
+		return a.Kind != "" && a.Kind != schemas.ActionUnknown
 	}
 	resp, logp, draws, err := e.generate(ctxItem, turnSeed(e.seed, turn), valid)
 	if err != nil {
@@ -214,7 +214,7 @@ func (e *causalEpisode) Act(_ context.Context, task schemas.Task, obs simdesk.Ob
 		ResponseIDs: d.ResponseIDs, Logprobs: d.Logprobs, PromptIDs: d.PromptIDs}
 	row.SetAction(d.Action)
 	if row.ActionKind == "" {
-		row.ActionKind = "unknown"
+		row.ActionKind = schemas.ActionUnknown
 	}
 	e.rows = append(e.rows, row)
 	return d, nil

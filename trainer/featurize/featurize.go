@@ -816,7 +816,7 @@ func wordOffsets(s string) (starts, ends []int) {
 // action, which the environment records as a no-op with an error.
 func Decode(text string, elems []Element, instruction string) schemas.Action {
 	f := strings.Fields(text)
-	unknown := schemas.Action{Kind: "unknown", Text: text}
+	unknown := schemas.Action{Kind: schemas.ActionUnknown, Text: text}
 	if len(f) == 0 {
 		return unknown
 	}
