@@ -2,12 +2,14 @@ package causal
 
 import (
 	"bytes"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"math"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -663,5 +665,85 @@ func TestContextLossTrainsTheContext(t *testing.T) {
 	defer opt.Close()
 	if _, err := SFTStep(m, opt, markerItems(m, rand.New(rand.NewPCG(1, 1)), 2, []int32{1}), SFTOptions{ContextWeight: -1}); err == nil {
 		t.Fatal("a negative context weight was accepted")
+	}
+}
+
+// TestFillRefLogpTrainsAsRecomputed: GRPO steps on items whose reference
+// log-probabilities were filled once give bit-identical weights to steps
+// that run the reference each time; altered filled values change them
+// (GRPOStep reads the cache), and a cache at another temperature is an
+// error naming the segment.
+func TestFillRefLogpTrainsAsRecomputed(t *testing.T) {
+	start := testModel(t, 5)
+	defer start.Close()
+	ref, err := start.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	opts := trainer.DefaultGRPOOptions()
+	opts.LossConfig.KLCoef = 0.5 // large enough that the reference term moves the weights
+	items := func() []Item {
+		var out []Item
+		for s := uint64(0); s < 2; s++ {
+			in := testStream(start, rand.New(rand.NewPCG(7, s)))
+			mask := make([]int8, len(in.IDs))
+			at := scorable(start, in.IDs)
+			for _, k := range at[len(at)-4:] {
+				mask[k] = 1
+			}
+			out = append(out, Item{ID: fmt.Sprintf("seg%d", s), Group: "g", IDs: in.IDs, Mask: mask,
+				Logp: make([]float32, len(in.IDs)), Advantage: float32(2*int(s) - 1), Images: in.Images})
+		}
+		return out
+	}
+	train := func(batch []Item) map[string][]float32 {
+		m, err := start.Clone()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		opt, err := trainer.NewOptimizerOver(m.Parameters(), 1e-2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer opt.Close()
+		for step := 0; step < 3; step++ {
+			if _, err := GRPOStep(m, ref, opt, batch, opts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w, err := m.Weights()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	plain := train(items())
+	cached := items()
+	if err := ref.FillRefLogp(cached, opts.Temperature); err != nil {
+		t.Fatal(err)
+	}
+	if len(cached[0].RefLogp) != 4 {
+		t.Fatalf("filled %d reference log-probabilities, want 4", len(cached[0].RefLogp))
+	}
+	if !reflect.DeepEqual(plain, train(cached)) {
+		t.Fatal("weights after steps with filled reference log-probabilities differ from recomputed ones")
+	}
+	for i := range cached {
+		for k := range cached[i].RefLogp {
+			cached[i].RefLogp[k] -= 2
+		}
+	}
+	if reflect.DeepEqual(plain, train(cached)) {
+		t.Fatal("altered reference log-probabilities left the weights unchanged: GRPOStep ignores RefLogp")
+	}
+	cached[1].RefTemp = opts.Temperature / 2
+	m, _ := start.Clone()
+	defer m.Close()
+	opt, _ := trainer.NewOptimizerOver(m.Parameters(), 1e-2)
+	defer opt.Close()
+	if _, err := GRPOStep(m, ref, opt, cached, opts); err == nil || !strings.Contains(err.Error(), `segment "seg1"`) {
+		t.Fatalf("reference log-probabilities at another temperature: err %v", err)
 	}
 }

@@ -28,6 +28,12 @@ type Item struct {
 	HasLogp   bool
 	Advantage float32
 	Images    [][][]float32
+	// RefLogp, when set by (*Model).FillRefLogp, holds the reference
+	// policy's log-probabilities of the trainable tokens at temperature
+	// RefTemp. The reference is frozen, so GRPOStep reads them instead of
+	// running the reference again each time a mini-batch comes round.
+	RefLogp []float32
+	RefTemp float64
 }
 
 // Trainable returns the positions of the item's trained tokens.
@@ -293,10 +299,34 @@ type itemResult struct {
 	entropy float64 // summed over the item's trained tokens
 }
 
+// FillRefLogp computes each item's RefLogp under m, the frozen reference,
+// at the temperature GRPOStep will train at. Computing them once per
+// iteration saves a forward pass per item and step; the values are those
+// GRPOStep would compute itself.
+func (m *Model) FillRefLogp(items []Item, temperature float64) error {
+	for i := range items {
+		it := &items[i]
+		lp, err := m.LogProbs(it.Input(), it.Trainable(), temperature)
+		if err != nil {
+			return fmt.Errorf("segment %q: reference: %w", it.ID, err)
+		}
+		it.RefLogp, it.RefTemp = lp, temperature
+	}
+	return nil
+}
+
 func (m *Model) grpoItem(ref *Model, it *Item, cfg trainer.LossConfig, temp, scale float64) (r itemResult, err error) {
 	at := it.Trainable()
 	var refLogp []float32
-	if ref != nil {
+	switch {
+	case ref == nil:
+	case it.RefLogp != nil:
+		if len(it.RefLogp) != len(at) || it.RefTemp != temp {
+			return r, fmt.Errorf("segment %q: %d reference log-probabilities at temperature %v, want %d at %v",
+				it.ID, len(it.RefLogp), it.RefTemp, len(at), temp)
+		}
+		refLogp = it.RefLogp
+	default:
 		if refLogp, err = ref.LogProbs(it.Input(), at, temp); err != nil {
 			return r, fmt.Errorf("segment %q: reference: %w", it.ID, err)
 		}

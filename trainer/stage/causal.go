@@ -557,6 +557,13 @@ func runCausalGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params
 	if len(items) == 0 {
 		return finishCausal(model, out, version, parent, "grpo", p, newest)
 	}
+	t0 := time.Now()
+	// The reference is frozen and the steps cycle over the mini-batches, so
+	// its log-probabilities are computed once per item, not once per step
+	// (before mini-batching, which copies the items).
+	if err := ref.FillRefLogp(items, p.Temperature); err != nil {
+		return nil, fmt.Errorf("train grpo: %w", err)
+	}
 	group := func(it causal.Item) string { return it.Group }
 	var mbs [][]causal.Item
 	if p.Groups > 0 {
@@ -576,7 +583,6 @@ func runCausalGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params
 	gopts := trainer.DefaultGRPOOptions()
 	gopts.Temperature = p.Temperature
 	gopts.Agg = lossAggregation(p.Advantage)
-	t0 := time.Now()
 	for step := 0; step < p.Steps; step++ {
 		mb := mbs[step%len(mbs)]
 		var advs []float64
