@@ -2,6 +2,7 @@ package simdesk
 
 import (
 	"fmt"
+	"image"
 
 	"github.com/cualake/cualake/pipeline/simdesk/judge"
 	"github.com/cualake/cualake/schemas"
@@ -13,6 +14,11 @@ type Obs struct {
 	// Screenshot is a PNG of the screen; nil when the environment was asked
 	// for accessibility trees only.
 	Screenshot []byte
+	// Frame is the rendered screen that Screenshot encodes, so an agent
+	// that reads pixels need not decode the PNG again. The simulator reuses
+	// it: read it before the next Step or Reset. nil where only the bytes
+	// are known (tree-only, remote environments).
+	Frame image.Image
 	// Tree is the accessibility tree: simdesk's JSON (see Desktop.Tree), or
 	// the text an OSWorld server returned under "AT" (XML on real VMs).
 	Tree []byte
@@ -137,11 +143,11 @@ func (s *Sim) Observe() (Obs, error) {
 	o := Obs{Tree: s.d.Tree(), Width: s.d.S.Width, Height: s.d.S.Height, Step: s.d.S.Steps,
 		Done: s.d.S.Terminal != "", ActionError: s.last, Desktop: s.d}
 	if !s.opts.TreeOnly {
-		png, err := s.d.Screenshot()
+		png, frame, err := s.d.screenshot()
 		if err != nil {
 			return Obs{}, err
 		}
-		o.Screenshot = png
+		o.Screenshot, o.Frame = png, frame
 	}
 	return o, nil
 }

@@ -85,13 +85,20 @@ func (d *Desktop) Image() *image.Paletted {
 
 // Screenshot renders the current state as PNG bytes (a fresh slice).
 func (d *Desktop) Screenshot() ([]byte, error) {
+	png, _, err := d.screenshot()
+	return png, err
+}
+
+// screenshot is Screenshot with the frame it encodes (reused by the next
+// render).
+func (d *Desktop) screenshot() ([]byte, *image.Paletted, error) {
 	img := d.Image()
 	r := d.rend
 	r.out.Reset()
 	if err := r.enc.encode(&r.out, img); err != nil {
-		return nil, fmt.Errorf("simdesk: encode png: %w", err)
+		return nil, nil, fmt.Errorf("simdesk: encode png: %w", err)
 	}
-	return bytes.Clone(r.out.Bytes()), nil
+	return bytes.Clone(r.out.Bytes()), img, nil
 }
 
 func (r *renderer) fill(rc image.Rectangle, c uint8) {

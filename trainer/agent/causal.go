@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"image"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -53,8 +54,10 @@ type Causal struct {
 
 const maxCachedScreens = 8192
 
-// screenPatches returns the patches of a PNG screenshot, cached.
-func (c *Causal) screenPatches(png []byte) ([][]float32, error) {
+// screenPatches returns the patches of a PNG screenshot, cached. frame,
+// when the environment gives it, is the image the PNG encodes: its patches
+// equal the decoded PNG's (TestFramePatchesEqualPNG), without the decode.
+func (c *Causal) screenPatches(png []byte, frame image.Image) ([][]float32, error) {
 	key := sha256.Sum256(png)
 	c.pmu.Lock()
 	p, ok := c.patches[key]
@@ -62,7 +65,12 @@ func (c *Causal) screenPatches(png []byte) ([][]float32, error) {
 	if ok {
 		return p, nil
 	}
-	p, err := c.m.Config().Patches(png)
+	var err error
+	if frame != nil {
+		p, err = c.m.Config().ImagePatches(frame)
+	} else {
+		p, err = c.m.Config().Patches(png)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +185,7 @@ func (e *causalEpisode) Act(_ context.Context, task schemas.Task, obs simdesk.Ob
 	if err != nil {
 		return rollout.Decision{}, fmt.Errorf("causal policy: %w", err)
 	}
-	pat, err := c.screenPatches(obs.Screenshot)
+	pat, err := c.screenPatches(obs.Screenshot, obs.Frame)
 	if err != nil {
 		return rollout.Decision{}, fmt.Errorf("causal policy: %w", err)
 	}

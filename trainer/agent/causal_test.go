@@ -2,12 +2,15 @@ package agent
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/sugarme/gotch"
 
 	"github.com/cualake/cualake/pipeline/segment"
+	"github.com/cualake/cualake/pipeline/simdesk"
+	"github.com/cualake/cualake/schemas"
 	"github.com/cualake/cualake/trainer/causal"
 )
 
@@ -253,5 +256,59 @@ func TestTopK(t *testing.T) {
 	}
 	if got := topK(v, 10); !slices.Equal(got, []int{1, 3, 5, 2, 0, 4}) {
 		t.Fatalf("topK(all) = %v", got)
+	}
+}
+
+// TestFramePatchesEqualPNG: the simulator's frame gives the same patches,
+// bit for bit, as the PNG screenshot it encodes, decoded, so the causal
+// policy may read the frame instead of decoding the PNG.
+func TestFramePatchesEqualPNG(t *testing.T) {
+	sim, err := simdesk.NewSim(simdesk.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := causal.DefaultConfig(10)
+	seen := map[string]bool{}
+	checked := 0
+	for _, task := range simdesk.Pool() {
+		if seen[task.Domain] {
+			continue
+		}
+		seen[task.Domain] = true
+		obs, err := sim.Reset(task, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for turn := 0; turn < 3 && !obs.Done; turn++ {
+			if obs.Frame == nil || obs.Screenshot == nil {
+				t.Fatalf("task %s: observation without frame or screenshot", task.TaskID)
+			}
+			fromPNG, err := cfg.Patches(obs.Screenshot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fromFrame, err := cfg.ImagePatches(obs.Frame)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(fromPNG, fromFrame) {
+				t.Fatalf("task %s turn %d: frame patches differ from the PNG's", task.TaskID, turn)
+			}
+			checked++
+			x, y := int32(200+150*turn), int32(300+100*turn)
+			if obs, err = sim.Step(schemas.Action{Kind: "click", X: &x, Y: &y}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(seen) < 5 || checked < 10 {
+		t.Fatalf("checked %d screens over %d apps, want every app", checked, len(seen))
+	}
+	tree, err := simdesk.NewSim(simdesk.Options{TreeOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs, err := tree.Reset(simdesk.Pool()[0], 1); err != nil || obs.Frame != nil {
+		t.Fatalf("tree-only observation: frame %v, err %v", obs.Frame != nil, err)
 	}
 }

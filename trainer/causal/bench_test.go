@@ -1,6 +1,8 @@
 package causal
 
 import (
+	"image"
+	"image/color"
 	"math/rand/v2"
 	"slices"
 	"syscall"
@@ -123,5 +125,26 @@ func median(xs []float64) float64 {
 		return s[n/2]
 	} else {
 		return (s[n/2-1] + s[n/2]) / 2
+	}
+}
+
+// BenchmarkImagePatches shrinks one 1280x800 paletted screenshot (the
+// format simdesk's PNGs decode to) to the default config's patches.
+func BenchmarkImagePatches(b *testing.B) {
+	c := DefaultConfig(10)
+	pal := color.Palette{}
+	for i := 0; i < 64; i++ {
+		pal = append(pal, color.RGBA{uint8(4 * i), uint8(255 - 4*i), uint8(i), 255})
+	}
+	img := image.NewPaletted(image.Rect(0, 0, 1280, 800), pal)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(rng.IntN(len(pal)))
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := c.ImagePatches(img); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

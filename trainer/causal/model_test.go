@@ -356,6 +356,81 @@ func TestPrepareRejectsMalformedStreams(t *testing.T) {
 	}
 }
 
+// TestImagePatchesBitExact: the row-wise thumbnail equals, bit for bit, a
+// per-pixel reference that adds each pixel's color.RGBA() to its thumbnail
+// pixel in row-major order, for every image format it reads directly, for
+// the generic path, at sizes that do not divide evenly and at an offset.
+func TestImagePatchesBitExact(t *testing.T) {
+	c := testConfig(10)
+	reference := func(img image.Image) [][]float32 {
+		b := img.Bounds()
+		tw, th := c.ImageCols*c.PatchSize, c.ImageRows*c.PatchSize
+		thumb := make([]float32, tw*th*3)
+		count := make([]float32, tw*th)
+		for y := 0; y < b.Dy(); y++ {
+			for x := 0; x < b.Dx(); x++ {
+				r, g, bl, _ := img.At(b.Min.X+x, b.Min.Y+y).RGBA()
+				o := (y*th/b.Dy())*tw + x*tw/b.Dx()
+				thumb[3*o] += float32(r)
+				thumb[3*o+1] += float32(g)
+				thumb[3*o+2] += float32(bl)
+				count[o]++
+			}
+		}
+		for o, n := range count {
+			for k := 0; k < 3; k++ {
+				thumb[3*o+k] /= n * 0xffff
+			}
+		}
+		var out [][]float32
+		ps := c.PatchSize
+		for py := 0; py < c.ImageRows; py++ {
+			for px := 0; px < c.ImageCols; px++ {
+				var v []float32
+				for y := py * ps; y < (py+1)*ps; y++ {
+					o := (y*tw + px*ps) * 3
+					v = append(v, thumb[o:o+3*ps]...)
+				}
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	rng := rand.New(rand.NewPCG(3, 9))
+	rect := image.Rect(0, 0, 1283, 803)
+	pal := color.Palette{}
+	for i := 0; i < 200; i++ {
+		pal = append(pal, color.RGBA{uint8(rng.IntN(256)), uint8(rng.IntN(256)), uint8(rng.IntN(256)), 255})
+	}
+	imgs := map[string]image.Image{
+		"rgba": image.NewRGBA(rect), "nrgba": image.NewNRGBA(rect), "paletted": image.NewPaletted(rect, pal), "gray": image.NewGray(rect),
+	}
+	for name, img := range imgs {
+		set := img.(interface{ Set(x, y int, c color.Color) })
+		for y := 0; y < rect.Dy(); y++ {
+			for x := 0; x < rect.Dx(); x++ {
+				if name == "paletted" {
+					set.Set(x, y, pal[rng.IntN(len(pal))])
+					continue
+				}
+				set.Set(x, y, color.NRGBA{uint8(rng.IntN(256)), uint8(rng.IntN(256)), uint8(rng.IntN(256)), uint8(rng.IntN(256))})
+			}
+		}
+		sub := img.(interface {
+			SubImage(image.Rectangle) image.Image
+		}).SubImage(image.Rect(5, 3, 5+1271, 3+797))
+		for _, im := range []image.Image{img, sub} {
+			got, err := c.ImagePatches(im)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := reference(im); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s at %v: patches differ from the per-pixel reference", name, im.Bounds())
+			}
+		}
+	}
+}
+
 func TestPatches(t *testing.T) {
 	c := testConfig(10) // 2x1 patches of 2x2 pixels: a 4x2 thumbnail
 	img := image.NewRGBA(image.Rect(0, 0, 8, 4))

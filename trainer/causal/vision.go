@@ -27,56 +27,37 @@ func (c Config) ImagePatches(img image.Image) ([][]float32, error) {
 	if b.Dx() < tw || b.Dy() < th {
 		return nil, fmt.Errorf("screenshot of %dx%d pixels is smaller than the %dx%d thumbnail", b.Dx(), b.Dy(), tw, th)
 	}
+	W, H := b.Dx(), b.Dy()
+	// Thumbnail column cx covers the source columns [from[cx], from[cx+1]):
+	// x*tw/W rises by at most 1 per pixel, as tw <= W.
+	from := make([]int, tw+1)
+	for x := 1; x < W; x++ {
+		if col := x * tw / W; col != (x-1)*tw/W {
+			from[col] = x
+		}
+	}
+	from[tw] = W
+	// Each thumbnail pixel sums its source pixels in row-major order, one
+	// float32 addition at a time, then divides by their count times 0xffff:
+	// the sums are accumulated in that order here too, so the result does
+	// not depend on how a row's values are fetched.
 	thumb := make([]float32, tw*th*3)
 	count := make([]float32, tw*th)
-	// column and row of the thumbnail each source pixel falls in
-	colOf := make([]int, b.Dx())
-	for x := range colOf {
-		colOf[x] = x * tw / b.Dx()
-	}
-	add := func(x, y int, r, g, bl uint32) {
-		o := (y*th/b.Dy())*tw + colOf[x]
-		thumb[3*o] += float32(r)
-		thumb[3*o+1] += float32(g)
-		thumb[3*o+2] += float32(bl)
-		count[o]++
-	}
-	switch im := img.(type) {
-	case *image.RGBA:
-		for y := 0; y < b.Dy(); y++ {
-			row := im.Pix[y*im.Stride:]
-			for x := 0; x < b.Dx(); x++ {
-				add(x, y, uint32(row[4*x])*257, uint32(row[4*x+1])*257, uint32(row[4*x+2])*257)
+	row := make([]float32, 3*W) // the row's R, G, B in [0, 0xffff], premultiplied
+	fill := rowFiller(img, row)
+	for y := 0; y < H; y++ {
+		fill(y)
+		base := (y * th / H) * tw
+		for cx := 0; cx < tw; cx++ {
+			o := base + cx
+			r, g, bl := thumb[3*o], thumb[3*o+1], thumb[3*o+2]
+			for x := from[cx]; x < from[cx+1]; x++ {
+				r += row[3*x]
+				g += row[3*x+1]
+				bl += row[3*x+2]
 			}
-		}
-	case *image.NRGBA:
-		for y := 0; y < b.Dy(); y++ {
-			row := im.Pix[y*im.Stride:]
-			for x := 0; x < b.Dx(); x++ {
-				// alpha-premultiplied, as color.NRGBA.RGBA gives it
-				a := uint32(row[4*x+3]) * 257
-				add(x, y, uint32(row[4*x])*257*a/0xffff, uint32(row[4*x+1])*257*a/0xffff, uint32(row[4*x+2])*257*a/0xffff)
-			}
-		}
-	case *image.Paletted:
-		pal := make([][3]uint32, len(im.Palette))
-		for i, col := range im.Palette {
-			r, g, bl, _ := col.RGBA()
-			pal[i] = [3]uint32{r, g, bl}
-		}
-		for y := 0; y < b.Dy(); y++ {
-			row := im.Pix[y*im.Stride:]
-			for x := 0; x < b.Dx(); x++ {
-				p := pal[row[x]]
-				add(x, y, p[0], p[1], p[2])
-			}
-		}
-	default:
-		for y := 0; y < b.Dy(); y++ {
-			for x := 0; x < b.Dx(); x++ {
-				r, g, bl, _ := img.At(b.Min.X+x, b.Min.Y+y).RGBA()
-				add(x, y, r, g, bl)
-			}
+			thumb[3*o], thumb[3*o+1], thumb[3*o+2] = r, g, bl
+			count[o] += float32(from[cx+1] - from[cx])
 		}
 	}
 	for o, n := range count {
@@ -97,4 +78,52 @@ func (c Config) ImagePatches(img image.Image) ([][]float32, error) {
 		}
 	}
 	return out, nil
+}
+
+// rowFiller returns a function that writes source row y (relative to the
+// bounds) of img into row as R, G, B triples, alpha-premultiplied in
+// [0, 0xffff] as color.Color.RGBA gives them, reading the pixel buffer
+// directly for the formats screenshots decode to.
+func rowFiller(img image.Image, row []float32) func(y int) {
+	b := img.Bounds()
+	W := b.Dx()
+	switch im := img.(type) {
+	case *image.RGBA:
+		return func(y int) {
+			p := im.Pix[y*im.Stride:]
+			for x := 0; x < W; x++ {
+				row[3*x], row[3*x+1], row[3*x+2] = float32(uint32(p[4*x])*257), float32(uint32(p[4*x+1])*257), float32(uint32(p[4*x+2])*257)
+			}
+		}
+	case *image.NRGBA:
+		return func(y int) {
+			p := im.Pix[y*im.Stride:]
+			for x := 0; x < W; x++ {
+				a := uint32(p[4*x+3]) * 257
+				row[3*x] = float32(uint32(p[4*x]) * 257 * a / 0xffff)
+				row[3*x+1] = float32(uint32(p[4*x+1]) * 257 * a / 0xffff)
+				row[3*x+2] = float32(uint32(p[4*x+2]) * 257 * a / 0xffff)
+			}
+		}
+	case *image.Paletted:
+		pal := make([][3]float32, 256) // any index is in range; png.Decode pads a short palette
+		for i, col := range im.Palette {
+			r, g, bl, _ := col.RGBA()
+			pal[i] = [3]float32{float32(r), float32(g), float32(bl)}
+		}
+		return func(y int) {
+			p := im.Pix[y*im.Stride:]
+			for x := 0; x < W; x++ {
+				v := pal[p[x]]
+				row[3*x], row[3*x+1], row[3*x+2] = v[0], v[1], v[2]
+			}
+		}
+	default:
+		return func(y int) {
+			for x := 0; x < W; x++ {
+				r, g, bl, _ := img.At(b.Min.X+x, b.Min.Y+y).RGBA()
+				row[3*x], row[3*x+1], row[3*x+2] = float32(r), float32(g), float32(bl)
+			}
+		}
+	}
 }
