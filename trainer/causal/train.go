@@ -232,7 +232,8 @@ func (m *Model) sftItem(it *Item, total float64, ctxAt []int, ctxScale float64) 
 // GRPOStep is one clipped-surrogate update (trainer.LossConfig: DAPO's
 // asymmetric clip, the ratio cap, the bounded k3 KL to ref, nil for none)
 // on the batch, with each item's recorded log-probabilities as the old
-// policy (the current policy's, detached, where an item has none) at
+// policy (the current policy's, detached, where an item has none) and
+// each item's RefLogp, where FillRefLogp set it, as the reference's, at
 // opts.Temperature. The aggregation is the batch's: TokenMean averages
 // over all trained tokens, SeqMeanTokenMean over items of their token
 // means, ItemSumTokenMean (STEPO's eq. 13) sums the items' token means.
