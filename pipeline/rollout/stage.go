@@ -270,9 +270,7 @@ func runEpisode(ctx context.Context, env simdesk.Env, f AgentFactory, task schem
 		if d.Draws > 1 {
 			ep.Redrawn++
 		}
-		past := obs
-		past.Frame = nil // the simulator renders the next frame into it
-		history = append(history, Turn{Obs: past, Decision: d})
+		history = append(history, Turn{Obs: obs.Kept(), Decision: d})
 		obs, err = env.Step(d.Action)
 		if err != nil {
 			ep.Steps = append(ep.Steps, st)

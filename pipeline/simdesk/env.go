@@ -39,6 +39,13 @@ type Obs struct {
 	Desktop *Desktop
 }
 
+// Kept returns the observation without its frame, to keep past the next
+// Step (an agent's history): the simulator renders into the same frame.
+func (o Obs) Kept() Obs {
+	o.Frame = nil
+	return o
+}
+
 // Env is an environment episode driver. The embedded simulator (Sim) and
 // the OSWorld HTTP client (package osworld) both implement it, so the
 // rollout stage can use either:

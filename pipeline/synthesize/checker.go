@@ -172,7 +172,7 @@ func (p policyChecker) check(ctx context.Context, w *worker, c *Candidate, seed 
 		if err != nil {
 			return add(codeUnreachable, "checker policy %s at step %d: %v", p.f.Name(), turn, err)
 		}
-		history = append(history, rollout.Turn{Obs: obs, Decision: d})
+		history = append(history, rollout.Turn{Obs: obs.Kept(), Decision: d})
 		if obs, err = env.Step(d.Action); err != nil {
 			return add(codeSetupFailed, "the environment failed at step %d: %v", turn, err)
 		}

@@ -2,6 +2,7 @@ package causal
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"image"
 	"image/color"
@@ -397,9 +398,29 @@ func TestImagePatchesBitExact(t *testing.T) {
 		return out
 	}
 	rng := rand.New(rand.NewPCG(3, 9))
+	tw, th := c.ImageCols*c.PatchSize, c.ImageRows*c.PatchSize
+	// one source pixel per thumbnail pixel, and one more column and row
+	for _, r := range []image.Rectangle{image.Rect(0, 0, tw, th), image.Rect(0, 0, tw+1, th+1)} {
+		img := image.NewNRGBA(r)
+		for i := range img.Pix {
+			img.Pix[i] = uint8(rng.IntN(256))
+		}
+		got, err := c.ImagePatches(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, reference(img)) {
+			t.Fatalf("%v: patches differ from the per-pixel reference", r)
+		}
+	}
+	bad := image.NewPaletted(image.Rect(0, 0, 8, 4), color.Palette{color.Black, color.White})
+	bad.Pix[13] = 7
+	if _, err := c.ImagePatches(bad); err == nil || !strings.Contains(err.Error(), "palette index 7 outside the palette of 2 colours") {
+		t.Fatalf("an index past the palette: err %v", err)
+	}
 	rect := image.Rect(0, 0, 1283, 803)
 	pal := color.Palette{}
-	for i := 0; i < 200; i++ {
+	for i := 0; i < 300; i++ { // more than 256 colours is a valid palette
 		pal = append(pal, color.RGBA{uint8(rng.IntN(256)), uint8(rng.IntN(256)), uint8(rng.IntN(256)), 255})
 	}
 	imgs := map[string]image.Image{
@@ -796,7 +817,7 @@ func TestFillRefLogpTrainsAsRecomputed(t *testing.T) {
 	}
 	plain := train(items())
 	cached := items()
-	if err := ref.FillRefLogp(cached, opts.Temperature); err != nil {
+	if err := ref.FillRefLogp(context.Background(), cached, opts.Temperature); err != nil {
 		t.Fatal(err)
 	}
 	if len(cached[0].RefLogp) != 4 {

@@ -1,6 +1,7 @@
 package causal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -31,7 +32,9 @@ type Item struct {
 	// RefLogp, when set by (*Model).FillRefLogp, holds the reference
 	// policy's log-probabilities of the trainable tokens at temperature
 	// RefTemp. The reference is frozen, so GRPOStep reads them instead of
-	// running the reference again each time a mini-batch comes round.
+	// running the reference again each time a mini-batch comes round; it
+	// cannot tell which model filled them, so fill them with the ref it is
+	// given.
 	RefLogp []float32
 	RefTemp float64
 }
@@ -304,8 +307,11 @@ type itemResult struct {
 // at the temperature GRPOStep will train at. Computing them once per
 // iteration saves a forward pass per item and step; the values are those
 // GRPOStep would compute itself.
-func (m *Model) FillRefLogp(items []Item, temperature float64) error {
+func (m *Model) FillRefLogp(ctx context.Context, items []Item, temperature float64) error {
 	for i := range items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		it := &items[i]
 		lp, err := m.LogProbs(it.Input(), it.Trainable(), temperature)
 		if err != nil {

@@ -46,7 +46,9 @@ func (c Config) ImagePatches(img image.Image) ([][]float32, error) {
 	row := make([]float32, 3*W) // the row's R, G, B in [0, 0xffff], premultiplied
 	fill := rowFiller(img, row)
 	for y := 0; y < H; y++ {
-		fill(y)
+		if err := fill(y); err != nil {
+			return nil, fmt.Errorf("screenshot row %d: %w", y, err)
+		}
 		base := (y * th / H) * tw
 		for cx := 0; cx < tw; cx++ {
 			o := base + cx
@@ -84,19 +86,20 @@ func (c Config) ImagePatches(img image.Image) ([][]float32, error) {
 // bounds) of img into row as R, G, B triples, alpha-premultiplied in
 // [0, 0xffff] as color.Color.RGBA gives them, reading the pixel buffer
 // directly for the formats screenshots decode to.
-func rowFiller(img image.Image, row []float32) func(y int) {
+func rowFiller(img image.Image, row []float32) func(y int) error {
 	b := img.Bounds()
 	W := b.Dx()
 	switch im := img.(type) {
 	case *image.RGBA:
-		return func(y int) {
+		return func(y int) error {
 			p := im.Pix[y*im.Stride:]
 			for x := 0; x < W; x++ {
 				row[3*x], row[3*x+1], row[3*x+2] = float32(uint32(p[4*x])*257), float32(uint32(p[4*x+1])*257), float32(uint32(p[4*x+2])*257)
 			}
+			return nil
 		}
 	case *image.NRGBA:
-		return func(y int) {
+		return func(y int) error {
 			p := im.Pix[y*im.Stride:]
 			for x := 0; x < W; x++ {
 				a := uint32(p[4*x+3]) * 257
@@ -104,26 +107,39 @@ func rowFiller(img image.Image, row []float32) func(y int) {
 				row[3*x+1] = float32(uint32(p[4*x+1]) * 257 * a / 0xffff)
 				row[3*x+2] = float32(uint32(p[4*x+2]) * 257 * a / 0xffff)
 			}
+			return nil
 		}
 	case *image.Paletted:
-		pal := make([][3]float32, 256) // any index is in range; png.Decode pads a short palette
+		// 256 entries, so that any index reads without a bounds check; an
+		// index past the palette (png.Decode extends the palette to cover
+		// every index it reads, so only a hand-built image has one) is an
+		// error.
+		n := len(im.Palette)
+		pal := make([][3]float32, max(256, n))
 		for i, col := range im.Palette {
 			r, g, bl, _ := col.RGBA()
 			pal[i] = [3]float32{float32(r), float32(g), float32(bl)}
 		}
-		return func(y int) {
+		return func(y int) error {
 			p := im.Pix[y*im.Stride:]
+			hi := uint8(0)
 			for x := 0; x < W; x++ {
 				v := pal[p[x]]
+				hi = max(hi, p[x])
 				row[3*x], row[3*x+1], row[3*x+2] = v[0], v[1], v[2]
 			}
+			if int(hi) >= n {
+				return fmt.Errorf("palette index %d outside the palette of %d colours", hi, n)
+			}
+			return nil
 		}
 	default:
-		return func(y int) {
+		return func(y int) error {
 			for x := 0; x < W; x++ {
 				r, g, bl, _ := img.At(b.Min.X+x, b.Min.Y+y).RGBA()
 				row[3*x], row[3*x+1], row[3*x+2] = float32(r), float32(g), float32(bl)
 			}
+			return nil
 		}
 	}
 }

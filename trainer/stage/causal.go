@@ -561,7 +561,7 @@ func runCausalGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params
 	// The reference is frozen and the steps cycle over the mini-batches, so
 	// its log-probabilities are computed once per item, not once per step
 	// (before mini-batching, which copies the items).
-	if err := ref.FillRefLogp(items, p.Temperature); err != nil {
+	if err := ref.FillRefLogp(ctx, items, p.Temperature); err != nil {
 		return nil, fmt.Errorf("train grpo: %w", err)
 	}
 	group := func(it causal.Item) string { return it.Group }

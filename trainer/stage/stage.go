@@ -121,8 +121,9 @@ type Output struct {
 	// Mode is the segment mode of the rows trained on, SegmentsFrom the
 	// snapshot that wrote them.
 	Mode, SegmentsFrom string
-	// TrainSeconds is the wall time of the optimiser steps alone (reading
-	// the snapshot, decoding screenshots and saving the checkpoint excluded).
+	// TrainSeconds is the wall time of the optimiser steps, and for GRPO of
+	// the reference's pass over the items before them (reading the
+	// snapshot, decoding screenshots and saving the checkpoint excluded).
 	TrainSeconds float64
 }
 
