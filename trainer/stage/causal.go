@@ -558,12 +558,6 @@ func runCausalGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params
 		return finishCausal(model, out, version, parent, "grpo", p, newest)
 	}
 	t0 := time.Now()
-	// The reference is frozen and the steps cycle over the mini-batches, so
-	// its log-probabilities are computed once per item, not once per step
-	// (before mini-batching, which copies the items).
-	if err := ref.FillRefLogp(ctx, items, p.Temperature); err != nil {
-		return nil, fmt.Errorf("train grpo: %w", err)
-	}
 	group := func(it causal.Item) string { return it.Group }
 	var mbs [][]causal.Item
 	if p.Groups > 0 {
@@ -573,6 +567,14 @@ func runCausalGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params
 	}
 	if err != nil {
 		return nil, fmt.Errorf("train --mini-groups %d: %w", p.Groups, err)
+	}
+	// The reference is frozen and the steps cycle over the mini-batches, so
+	// its log-probabilities are computed once per item, not once per step,
+	// and only for the mini-batches some step trains.
+	for i := 0; i < min(p.Steps, len(mbs)); i++ {
+		if err := ref.FillRefLogp(ctx, mbs[i], p.Temperature); err != nil {
+			return nil, fmt.Errorf("train grpo: %w", err)
+		}
 	}
 	lr := p.LR
 	opt, err := trainer.NewOptimizerOver(model.Parameters(), lr)
