@@ -36,7 +36,10 @@ const FormatVersion = 1
 // a cell of a table written in the instruction is typed as "cell R C".
 // 0.1.5: a checkpoint policy draws again (up to rollout --redraws, 4) in a
 // turn whose response is no action on the screen, instead of executing it.
-const CodeVersion = "cualake/0.1.5"
+// 0.1.6: the causal policy's last layer computes queries, feed-forward and
+// logits only at the rows a loss or a decoding step reads (the same model;
+// its floats round differently).
+const CodeVersion = "cualake/0.1.6"
 
 // File is one immutable data file of a table.
 type File struct {

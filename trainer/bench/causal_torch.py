@@ -7,7 +7,8 @@ sinusoidal positions, a 2,000-id vocabulary, image pads embedded from 8 patches
 of 8x8 RGB pixels (a linear map plus a learned patch-position vector); the same
 item (one stream of 2,048 tokens holding 8 screenshots, every 16th token
 trained) and the same work per repetition: forward pass, token cross-entropy at
-the trained positions (the logits only there, as the Go model computes them),
+the trained positions (the last layer's queries, feed-forward block and logits
+only there, as the Go model computes them),
 backward pass, zero_grad. Prints one JSON object with the median over the
 repetitions of tokens per second and per CPU-second (all 2,048 tokens).
 
@@ -38,12 +39,15 @@ class Layer(nn.Module):
         self.qkv, self.out = nn.Linear(DIM, 3 * DIM), nn.Linear(DIM, DIM)
         self.ff1, self.ff2 = nn.Linear(DIM, FFN), nn.Linear(FFN, DIM)
 
-    def forward(self, x, mask):
+    def forward(self, x, mask, rows=None):
+        """With rows, only those rows' outputs (the last layer, as in Go)."""
         t, dh = x.shape[0], DIM // HEADS
         qkv = self.qkv(self.ln1(x)).reshape(t, 3, HEADS, dh).permute(1, 2, 0, 3)
         q, k, v = qkv[0], qkv[1], qkv[2]
+        if rows is not None:
+            q, mask, x = q[:, rows], mask[rows], x[rows]
         att = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(dh) + mask, -1)
-        x = x + self.out((att @ v).permute(1, 0, 2).reshape(t, DIM))
+        x = x + self.out((att @ v).permute(1, 0, 2).reshape(x.shape[0], DIM))
         return x + self.ff2(F.gelu(self.ff1(self.ln2(x))))
 
 
@@ -69,9 +73,9 @@ class Causal(nn.Module):
         x = x.index_copy(0, pad_pos, self.vision(feats) + self.vision_pos[pad_idx])
         x = x + self.pos[:t]
         mask = torch.ones(t, t, device=x.device).triu(1) * -1e9
-        for layer in self.layers:
+        for layer in self.layers[:-1]:
             x = layer(x, mask)
-        return self.head(self.lnf(x)[rows])
+        return self.head(self.lnf(self.layers[-1](x, mask, rows)))
 
 
 def main():

@@ -120,9 +120,16 @@ func (c *cache) drop() {
 
 // hidden runs the stack over st (at absolute positions from the cache's
 // length on, or 0 without a cache) and returns the final-LN'd hidden states
-// [T, D]. With a cache, the stream's keys and values are appended to it and
-// attention covers the cached tokens too.
-func (m *Model) hidden(s *tx.Scope, st *stream, c *cache) *ts.Tensor {
+// of the rows keep (indices into st, in that order): [len(keep), D]. With a
+// cache, the stream's keys and values are appended to it and attention
+// covers the cached tokens too.
+//
+// Only the last layer's keys and values are needed at every row; its
+// queries, output projection and feed-forward block run at the rows keep
+// alone. A loss reads a few dozen rows of a window of about 1,300 tokens,
+// and a decoding step one, so that layer costs a small fraction of the
+// others.
+func (m *Model) hidden(s *tx.Scope, st *stream, c *cache, keep []int64) *ts.Tensor {
 	cfg := m.cfg
 	T, D, H := int64(len(st.ids)), int64(cfg.Dim), int64(cfg.Heads)
 	dh := D / H
@@ -149,8 +156,8 @@ func (m *Model) hidden(s *tx.Scope, st *stream, c *cache) *ts.Tensor {
 		q0, n, keys int64
 		mask        *ts.Tensor // [n, keys]: query i (absolute P+q0+i) may not see keys j > P+q0+i
 	}
-	var blocks []block
-	for q0 := int64(0); q0 < T; q0 += queryBlock {
+	var blocks []block // for every layer but the last (lastLayer)
+	for q0 := int64(0); q0 < T && (cfg.Layers > 1 || allRowsLastLayer); q0 += queryBlock {
 		b := block{q0: q0, n: min(queryBlock, T-q0)}
 		b.keys = P + q0 + b.n
 		if b.n > 1 {
@@ -177,6 +184,10 @@ func (m *Model) hidden(s *tx.Scope, st *stream, c *cache) *ts.Tensor {
 				c.k[l], c.v[l] = s.Keep(k), s.Keep(v)
 			}
 		}
+		if l == cfg.Layers-1 && !allRowsLastLayer {
+			x = m.lastLayer(s, pre, x, q, k, v, P, T, keep, scale)
+			break
+		}
 		outs := make([]*ts.Tensor, len(blocks))
 		for i, b := range blocks {
 			qb, kb, vb := q, k, v
@@ -195,25 +206,92 @@ func (m *Model) hidden(s *tx.Scope, st *stream, c *cache) *ts.Tensor {
 		}
 		o := s.Reshape(s.Permute(att, 1, 0, 2), T, D)
 		x = s.Add(x, s.Linear(o, m.w(pre+"out.w"), m.w(pre+"out.b")))
-		h = s.LayerNorm(x, m.w(pre+"ln2.w"), m.w(pre+"ln2.b"), D)
-		x = s.Add(x, s.Linear(s.Gelu(s.Linear(h, m.w(pre+"ff1.w"), m.w(pre+"ff1.b"))), m.w(pre+"ff2.w"), m.w(pre+"ff2.b")))
+		x = m.feedForward(s, pre, x)
 	}
 	if c != nil && s.Err() == nil {
 		c.n += int(T)
 	}
+	if allRowsLastLayer {
+		x = s.IndexSelect(x, 0, s.Int64s(keep, []int64{int64(len(keep))}, m.dev))
+	}
 	return s.LayerNorm(x, m.w("lnf.w"), m.w("lnf.b"), D)
+}
+
+// feedForward adds the layer's attention-free half to the residual x.
+func (m *Model) feedForward(s *tx.Scope, pre string, x *ts.Tensor) *ts.Tensor {
+	h := s.LayerNorm(x, m.w(pre+"ln2.w"), m.w(pre+"ln2.b"), int64(m.cfg.Dim))
+	return s.Add(x, s.Linear(s.Gelu(s.Linear(h, m.w(pre+"ff1.w"), m.w(pre+"ff1.b"))), m.w(pre+"ff2.w"), m.w(pre+"ff2.b")))
+}
+
+// lastLayer finishes the last layer at the rows keep of the residual x
+// [T, D], from every row's keys and values k, v [H, P+T, dh] (P cached
+// before the stream) and queries q
+// [H, T, dh]: [len(keep), D]. Queries go in blocks of queryBlock, each
+// over the keys its furthest query may see, with each query's own causal
+// mask.
+func (m *Model) lastLayer(s *tx.Scope, pre string, x, q, k, v *ts.Tensor, P, T int64, keep []int64, scale float64) *ts.Tensor {
+	D, n := int64(m.cfg.Dim), int64(len(keep))
+	if n == 0 {
+		s.Fail("last layer", errors.New("no rows to compute"))
+		return nil
+	}
+	for _, r := range keep {
+		if r < 0 || r >= T {
+			s.Fail("last layer", fmt.Errorf("row %d outside the stream's %d", r, T))
+			return nil
+		}
+	}
+	rows := s.Int64s(keep, []int64{n}, m.dev)
+	qk := s.IndexSelect(q, 1, rows) // [H, n, dh]
+	var outs []*ts.Tensor
+	for b0 := int64(0); b0 < n; b0 += queryBlock {
+		bk := keep[b0:min(b0+queryBlock, n)]
+		keys := P + slices.Max(bk) + 1
+		qb := s.Narrow(qk, 1, b0, int64(len(bk)))
+		sc := s.MulScalar(s.Matmul(qb, s.Transpose(s.Narrow(k, 1, 0, keys), -2, -1)), scale) // [H, nb, keys]
+		if mask, masked := causalMask(bk, P, keys); masked {
+			sc = s.Add(sc, s.Float32s(mask, []int64{int64(len(bk)), keys}, m.dev))
+		}
+		outs = append(outs, s.Matmul(s.Softmax(sc, -1), s.Narrow(v, 1, 0, keys))) // [H, nb, dh]
+	}
+	att := outs[0]
+	if len(outs) > 1 {
+		att = s.Cat(outs, 1)
+	}
+	o := s.Reshape(s.Permute(att, 1, 0, 2), n, D)
+	xk := s.Add(s.IndexSelect(x, 0, rows), s.Linear(o, m.w(pre+"out.w"), m.w(pre+"out.b")))
+	return m.feedForward(s, pre, xk)
+}
+
+// causalMask is the additive mask [len(rows), keys] of queries at the rows
+// (absolute positions P+row): key j is hidden from a query before it. It
+// reports whether any key is hidden.
+func causalMask(rows []int64, P, keys int64) ([]float32, bool) {
+	mask := make([]float32, int64(len(rows))*keys)
+	hidden := false
+	for i, r := range rows {
+		for j := P + r + 1; j < keys; j++ {
+			mask[int64(i)*keys+j] = tx.NegInf
+			hidden = true
+		}
+	}
+	return mask, hidden
 }
 
 // queryBlock is the number of queries whose attention is computed at once
 // (a variable so tests can compare against one block for the whole stream).
 var queryBlock int64 = 256
 
-// logits scores the next token at the rows at of hidden states h: [L, V],
+// allRowsLastLayer makes the last layer run as the others do, at every
+// row, and selects the kept rows afterwards: the reference tests compare
+// lastLayer against.
+var allRowsLastLayer = false
+
+// logits scores the next token after each row of hidden states h: [L, V],
 // with the scores of the ids the model never writes (<unk>, template tokens
 // other than <|im_end|>) fixed at -1e9.
-func (m *Model) logits(s *tx.Scope, h *ts.Tensor, at []int64) *ts.Tensor {
-	sel := s.IndexSelect(h, 0, s.Int64s(at, []int64{int64(len(at))}, m.dev))
-	return s.Add(s.Linear(sel, m.w("head.w"), m.w("head.b")), m.outMask)
+func (m *Model) logits(s *tx.Scope, h *ts.Tensor) *ts.Tensor {
+	return s.Add(s.Linear(h, m.w("head.w"), m.w("head.b")), m.outMask)
 }
 
 // targets returns the hidden-state rows (k-1) and compact targets of the
@@ -257,8 +335,8 @@ func (m *Model) score(s *tx.Scope, in Input, at []int, temperature float64) (*sc
 	if len(rows) == 0 {
 		return nil, errors.New("no positions to score")
 	}
-	h := m.hidden(s, st, nil)
-	lp := s.Unsqueeze(s.LogSoftmaxT(m.logits(s, h, rows), temperature), 0)
+	h := m.hidden(s, st, nil, rows)
+	lp := s.Unsqueeze(s.LogSoftmaxT(m.logits(s, h), temperature), 0)
 	return &scored{lp: lp, logp: s.PickActions(lp, tg, m.dev)}, s.Err()
 }
 
@@ -364,8 +442,8 @@ func (d *Decoder) Feed(ids []int32, images [][][]float32, temperature float64) (
 	s := tx.NewScope()
 	defer s.Close()
 	err = tx.NoGrad(func() error {
-		h := m.hidden(s, st, &d.c)
-		lp := s.LogSoftmaxT(m.logits(s, h, []int64{int64(len(ids) - 1)}), temperature)
+		h := m.hidden(s, st, &d.c, []int64{int64(len(ids) - 1)})
+		lp := s.LogSoftmaxT(m.logits(s, h), temperature)
 		if err := s.Err(); err != nil {
 			return err
 		}

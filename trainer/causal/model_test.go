@@ -843,3 +843,107 @@ func TestFillRefLogpTrainsAsRecomputed(t *testing.T) {
 		t.Fatalf("reference log-probabilities at another temperature: err %v", err)
 	}
 }
+
+// TestLastLayerAtKeptRows: computing the last layer only at the rows a loss
+// reads gives the log-probabilities and the gradients of computing it at
+// every row (within float rounding), over several attention blocks, and the
+// decoder's next-token distribution agrees too.
+func TestLastLayerAtKeptRows(t *testing.T) {
+	m := testModel(t, 7)
+	in := longStream(m, rand.New(rand.NewPCG(21, 22)), 700)
+	at := scorable(m, in.IDs)
+	saved := queryBlock
+	queryBlock = 64 // kept rows span several blocks
+	defer func() { queryBlock = saved }()
+	mask := make([]int8, len(in.IDs))
+	for i, k := range at {
+		if i%3 == 0 {
+			mask[k] = 1
+		}
+	}
+	it := Item{ID: "kept", IDs: in.IDs, Mask: mask, Logp: make([]float32, len(in.IDs)), Images: in.Images}
+	run := func(all bool) ([]float32, [][]float32) {
+		allRowsLastLayer = all
+		defer func() { allRowsLastLayer = false }()
+		lp, err := m.LogProbs(in, at, 0.8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range m.Parameters() {
+			p.ZeroGrad()
+		}
+		if _, _, err := m.sftItem(&it, 1, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		var grads [][]float32
+		for _, p := range m.Parameters() {
+			g, err := p.Grad(false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := tx.ReadFloat32(g)
+			_ = g.Drop()
+			if err != nil {
+				t.Fatal(err)
+			}
+			grads = append(grads, v)
+		}
+		return lp, grads
+	}
+	lpKept, gKept := run(false)
+	lpAll, gAll := run(true)
+	for i, k := range at {
+		if d := math.Abs(float64(lpKept[i] - lpAll[i])); d > 1e-5 {
+			t.Fatalf("token %d: log-probability %v at kept rows, %v at every row", k, lpKept[i], lpAll[i])
+		}
+	}
+	nonzero := 0
+	for p := range gAll {
+		for j := range gAll[p] {
+			a, b := float64(gKept[p][j]), float64(gAll[p][j])
+			if math.Abs(a-b) > 1e-5+1e-4*math.Abs(b) {
+				t.Fatalf("parameter %d, weight %d: gradient %v at kept rows, %v at every row", p, j, a, b)
+			}
+			if b != 0 {
+				nonzero++
+			}
+		}
+	}
+	if nonzero == 0 {
+		t.Fatal("every gradient is zero: the comparison tests nothing")
+	}
+	// the decoder: the next-token distribution after the whole stream but its
+	// last token, fed in two chunks
+	next := func(all bool) []float32 {
+		allRowsLastLayer = all
+		defer func() { allRowsLastLayer = false }()
+		d := m.NewDecoder()
+		defer d.Close()
+		cut := 300
+		for in.IDs[cut] == m.special.ImagePad || in.IDs[cut] == m.special.VisionEnd {
+			cut++
+		}
+		var out []float32
+		img := 0
+		for _, ch := range [][2]int{{0, cut}, {cut, len(in.IDs) - 1}} {
+			var imgs [][][]float32
+			for _, id := range in.IDs[ch[0]:ch[1]] {
+				if id == m.special.VisionStart {
+					imgs = append(imgs, in.Images[img])
+					img++
+				}
+			}
+			var err error
+			if out, err = d.Feed(in.IDs[ch[0]:ch[1]], imgs, 1); err != nil {
+				t.Fatalf("feed %v: %v", ch, err)
+			}
+		}
+		return out
+	}
+	dk, da := next(false), next(true)
+	for j := range da {
+		if math.Abs(float64(dk[j]-da[j])) > 1e-5 {
+			t.Fatalf("decoder, id %d: %v at the last row alone, %v at every row", j, dk[j], da[j])
+		}
+	}
+}
