@@ -156,8 +156,12 @@ func (m *Model) hidden(s *tx.Scope, st *stream, c *cache, keep []int64) *ts.Tens
 		q0, n, keys int64
 		mask        *ts.Tensor // [n, keys]: query i (absolute P+q0+i) may not see keys j > P+q0+i
 	}
-	var blocks []block // for every layer but the last (lastLayer)
-	for q0 := int64(0); q0 < T && (cfg.Layers > 1 || allRowsLastLayer); q0 += queryBlock {
+	// every: the last layer runs at every row too, and the kept rows are
+	// selected after it; cheaper than lastLayer when most rows are kept (the
+	// warm start's context loss reads nearly all of them).
+	every := allRowsLastLayer || float64(len(keep)) > denseKeep*float64(T)
+	var blocks []block // for every layer but the last (lastLayer), unless every
+	for q0 := int64(0); q0 < T && (cfg.Layers > 1 || every); q0 += queryBlock {
 		b := block{q0: q0, n: min(queryBlock, T-q0)}
 		b.keys = P + q0 + b.n
 		if b.n > 1 {
@@ -184,7 +188,7 @@ func (m *Model) hidden(s *tx.Scope, st *stream, c *cache, keep []int64) *ts.Tens
 				c.k[l], c.v[l] = s.Keep(k), s.Keep(v)
 			}
 		}
-		if l == cfg.Layers-1 && !allRowsLastLayer {
+		if l == cfg.Layers-1 && !every {
 			x = m.lastLayer(s, pre, x, q, k, v, P, T, keep, scale)
 			break
 		}
@@ -211,7 +215,7 @@ func (m *Model) hidden(s *tx.Scope, st *stream, c *cache, keep []int64) *ts.Tens
 	if c != nil && s.Err() == nil {
 		c.n += int(T)
 	}
-	if allRowsLastLayer {
+	if every {
 		x = s.IndexSelect(x, 0, s.Int64s(keep, []int64{int64(len(keep))}, m.dev))
 	}
 	return s.LayerNorm(x, m.w("lnf.w"), m.w("lnf.b"), D)
@@ -224,9 +228,9 @@ func (m *Model) feedForward(s *tx.Scope, pre string, x *ts.Tensor) *ts.Tensor {
 }
 
 // lastLayer finishes the last layer at the rows keep of the residual x
-// [T, D], from every row's keys and values k, v [H, P+T, dh] (P cached
-// before the stream) and queries q
-// [H, T, dh]: [len(keep), D]. Queries go in blocks of queryBlock, each
+// [T, D] and returns them, [len(keep), D], from the queries q [H, T, dh]
+// and every row's keys and values k, v [H, P+T, dh] (P of them cached
+// before the stream). The kept queries go in blocks of queryBlock, each
 // over the keys its furthest query may see, with each query's own causal
 // mask.
 func (m *Model) lastLayer(s *tx.Scope, pre string, x, q, k, v *ts.Tensor, P, T int64, keep []int64, scale float64) *ts.Tensor {
@@ -241,11 +245,16 @@ func (m *Model) lastLayer(s *tx.Scope, pre string, x, q, k, v *ts.Tensor, P, T i
 			return nil
 		}
 	}
-	rows := s.Int64s(keep, []int64{n}, m.dev)
+	// In position order, so that a block's queries are neighbours and its
+	// keys stop where its last query's do; the rows go back to keep's order
+	// at the end.
+	sorted := slices.Clone(keep)
+	slices.Sort(sorted)
+	rows := s.Int64s(sorted, []int64{n}, m.dev)
 	qk := s.IndexSelect(q, 1, rows) // [H, n, dh]
 	var outs []*ts.Tensor
 	for b0 := int64(0); b0 < n; b0 += queryBlock {
-		bk := keep[b0:min(b0+queryBlock, n)]
+		bk := sorted[b0:min(b0+queryBlock, n)]
 		keys := P + slices.Max(bk) + 1
 		qb := s.Narrow(qk, 1, b0, int64(len(bk)))
 		sc := s.MulScalar(s.Matmul(qb, s.Transpose(s.Narrow(k, 1, 0, keys), -2, -1)), scale) // [H, nb, keys]
@@ -260,7 +269,16 @@ func (m *Model) lastLayer(s *tx.Scope, pre string, x, q, k, v *ts.Tensor, P, T i
 	}
 	o := s.Reshape(s.Permute(att, 1, 0, 2), n, D)
 	xk := s.Add(s.IndexSelect(x, 0, rows), s.Linear(o, m.w(pre+"out.w"), m.w(pre+"out.b")))
-	return m.feedForward(s, pre, xk)
+	out := m.feedForward(s, pre, xk)
+	if slices.Equal(sorted, keep) {
+		return out
+	}
+	back := make([]int64, n) // keep[i] is sorted[back[i]]
+	for i, r := range keep {
+		j, _ := slices.BinarySearch(sorted, r)
+		back[i] = int64(j)
+	}
+	return s.IndexSelect(out, 0, s.Int64s(back, []int64{n}, m.dev))
 }
 
 // causalMask is the additive mask [len(rows), keys] of queries at the rows
@@ -286,6 +304,10 @@ var queryBlock int64 = 256
 // row, and selects the kept rows afterwards: the reference tests compare
 // lastLayer against.
 var allRowsLastLayer = false
+
+// denseKeep is the share of a stream's rows above which the last layer runs
+// at every row (a variable so tests can send every pass through lastLayer).
+var denseKeep = 0.5
 
 // logits scores the next token after each row of hidden states h: [L, V],
 // with the scores of the ids the model never writes (<unk>, template tokens

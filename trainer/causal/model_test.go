@@ -845,8 +845,10 @@ func TestFillRefLogpTrainsAsRecomputed(t *testing.T) {
 }
 
 // TestLastLayerAtKeptRows: computing the last layer only at the rows a loss
-// reads gives the log-probabilities and the gradients of computing it at
-// every row (within float rounding), over several attention blocks, and the
+// reads gives the log-probabilities and the gradients (with the warm
+// start's context loss, which reads most rows out of position order) of
+// computing it at every row, within float rounding, over several attention
+// blocks; rows asked in another order come back in that order; and the
 // decoder's next-token distribution agrees too.
 func TestLastLayerAtKeptRows(t *testing.T) {
 	m := testModel(t, 7)
@@ -862,6 +864,9 @@ func TestLastLayerAtKeptRows(t *testing.T) {
 		}
 	}
 	it := Item{ID: "kept", IDs: in.IDs, Mask: mask, Logp: make([]float32, len(in.IDs)), Images: in.Images}
+	savedDense := denseKeep
+	denseKeep = 2 // through lastLayer however many rows are kept
+	defer func() { denseKeep = savedDense }()
 	run := func(all bool) ([]float32, [][]float32) {
 		allRowsLastLayer = all
 		defer func() { allRowsLastLayer = false }()
@@ -872,7 +877,8 @@ func TestLastLayerAtKeptRows(t *testing.T) {
 		for _, p := range m.Parameters() {
 			p.ZeroGrad()
 		}
-		if _, _, err := m.sftItem(&it, 1, nil, 0); err != nil {
+		// with the context loss too: most rows, out of position order
+		if _, _, err := m.sftItem(&it, 1, m.contextTargets(&it), 0.3); err != nil {
 			t.Fatal(err)
 		}
 		var grads [][]float32
@@ -892,6 +898,18 @@ func TestLastLayerAtKeptRows(t *testing.T) {
 	}
 	lpKept, gKept := run(false)
 	lpAll, gAll := run(true)
+	// rows asked for out of order come back in the order asked
+	rev := slices.Clone(at)
+	slices.Reverse(rev)
+	lpRev, err := m.LogProbs(in, rev, 0.8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rev {
+		if math.Abs(float64(lpRev[i]-lpKept[len(at)-1-i])) > 1e-5 {
+			t.Fatalf("token %d: %v asked in reverse order, %v in order", rev[i], lpRev[i], lpKept[len(at)-1-i])
+		}
+	}
 	for i, k := range at {
 		if d := math.Abs(float64(lpKept[i] - lpAll[i])); d > 1e-5 {
 			t.Fatalf("token %d: log-probability %v at kept rows, %v at every row", k, lpKept[i], lpAll[i])
