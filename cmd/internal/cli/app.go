@@ -145,12 +145,23 @@ func Main(app *cli.App) {
 		}
 	}()
 	mainApp, mainArgs = app, os.Args
-	err := app.RunContext(context.Background(), Interspersed(app, os.Args))
+	err := RunArgs(context.Background(), app, os.Args)
 	if err == nil {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "%s: %v\n", app.Name, err)
 	os.Exit(ExitCode(err))
+}
+
+// RunArgs runs one command line (args[0] is the program): flags after the
+// positional arguments are moved before them (Interspersed), and a word
+// shaped like an unknown flag there is a usage error (StrayFlag) rather
+// than one more argument.
+func RunArgs(ctx context.Context, app *cli.App, args []string) error {
+	if stray := StrayFlag(app, args); stray != "" {
+		return usageErr("unknown flag %s after the arguments (see --help; a word that starts with -- belongs after a lone --)", stray)
+	}
+	return app.RunContext(ctx, Interspersed(app, args))
 }
 
 // ExitCode maps an error to an exit code.

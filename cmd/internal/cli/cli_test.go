@@ -20,7 +20,7 @@ func run(t *testing.T, args ...string) (string, error) {
 	app := App()
 	var out, errOut bytes.Buffer
 	app.Writer, app.ErrWriter = &out, &errOut
-	err := app.RunContext(context.Background(), Interspersed(app, append([]string{"cualake"}, args...)))
+	err := RunArgs(context.Background(), app, append([]string{"cualake"}, args...))
 	return out.String() + errOut.String(), err
 }
 

@@ -16,8 +16,24 @@ import (
 // a positional that merely starts with a dash (an SQL comment, "-1") stays
 // positional.
 func Interspersed(app *cli.App, args []string) []string {
+	out, _ := intersperse(app, args)
+	return out
+}
+
+// StrayFlag returns the first argument after a command's positional
+// arguments that is shaped like a long flag ("--fromat", "--x=1") but is
+// none of the command's flags, or "" when there is none. Such a word would
+// otherwise join the positional arguments: `cualake query "select 1"
+// --fromat csv` would run "select 1 --fromat csv", the typo an SQL comment.
+// Words after "--" are positional by request and never stray.
+func StrayFlag(app *cli.App, args []string) string {
+	_, stray := intersperse(app, args)
+	return stray
+}
+
+func intersperse(app *cli.App, args []string) (out []string, stray string) {
 	if len(args) < 2 {
-		return args
+		return args, ""
 	}
 	cmds, i := app.Commands, 1
 	var leaf *cli.Command
@@ -50,6 +66,9 @@ func Interspersed(app *cli.App, args []string) []string {
 		name, hasValue := flagName(a)
 		value, known := takesValue[name]
 		if !known {
+			if stray == "" && strings.HasPrefix(a, "--") && longFlagShape(name) {
+				stray = a
+			}
 			positional = append(positional, a)
 			continue
 		}
@@ -60,11 +79,25 @@ func Interspersed(app *cli.App, args []string) []string {
 		}
 	}
 	if len(positional) == 0 {
-		return args
+		return args, stray
 	}
-	out := append([]string{}, args[:i]...)
+	out = append([]string{}, args[:i]...)
 	out = append(out, moved...)
-	return append(out, positional...)
+	return append(out, positional...), stray
+}
+
+// longFlagShape reports whether name could be a flag's name: a letter, then
+// letters, digits and dashes ("fromat", "max-turns"; not " a comment").
+func longFlagShape(name string) bool {
+	for i, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '-' || r == '_'):
+		default:
+			return false
+		}
+	}
+	return name != ""
 }
 
 // flagName is the name of a flag argument ("--from=x" -> "from", true) or

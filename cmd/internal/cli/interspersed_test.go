@@ -29,6 +29,23 @@ func TestInterspersedFlags(t *testing.T) {
 			t.Errorf("%q:\n got %q\nwant %q", c.in, got, c.want)
 		}
 	}
+	// a word shaped like an unknown flag after the arguments is refused, not
+	// run as part of them; after "--", or not shaped like a flag, it is kept
+	strays := map[string][]string{
+		"--fromat":      {"cualake", "query", "select 1", "--fromat", "csv"},
+		"--nosuchflag":  {"cualake", "query", "x", "--nosuchflag"},
+		"--max-turnz=3": {"cualake", "rollout", "--lake", "L", "x", "--max-turnz=3"},
+		"":              {"cualake", "query", "x", "--", "--json"},
+	}
+	strays[""+" "] = []string{"cualake", "query", "--lake", "L", "-- a comment\nselect 1", "-1", "--"}
+	for want, args := range strays {
+		if got := StrayFlag(app, args); got != strings.TrimSpace(want) {
+			t.Errorf("%q: stray %q, want %q", args, got, want)
+		}
+	}
+	if out, err := run(t, "query", "--lake", t.TempDir(), "select 1", "--fromat", "csv"); err == nil || !strings.Contains(err.Error(), "unknown flag --fromat") {
+		t.Fatalf("a mistyped flag after the SQL: %v\n%s", err, out)
+	}
 	base := commitFixture(t, initLake(t), 2)
 	if out, err := run(t, "lake", "branch", "create", "exp/a", "--from", base, "--json"); err != nil {
 		t.Fatalf("branch create NAME --lake: %v\n%s", err, out)
