@@ -8,7 +8,10 @@ package loop
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/goccy/go-yaml"
 )
@@ -227,5 +230,71 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("train.advantage is %q, want grpo, stepo or naive", c.Train.Advantage))
 	}
+	// The train stage reads 0 steps or a 0 rate as "its default" (flags not
+	// given), so a written 0 would silently run 30 or 400 steps: refuse it.
+	check(c.Train.Steps >= 1, "train.steps is %d, want >= 1", c.Train.Steps)
+	check(positive(c.Train.LR), "train.lr is %v, want a finite number > 0", c.Train.LR)
+	check(c.Warmstart.Steps >= 1, "warmstart.steps is %d, want >= 1", c.Warmstart.Steps)
+	check(positive(c.Warmstart.LR), "warmstart.lr is %v, want a finite number > 0", c.Warmstart.LR)
+	check(c.Warmstart.MaxTurns >= 1, "warmstart.max_turns is %d, want >= 1", c.Warmstart.MaxTurns)
+	// The sample stage's own rule (sample.EMAParams.Validate), which every
+	// sampler runs; NaN fails it too.
+	check(c.Sample.PMin >= 0 && c.Sample.PMin <= c.Sample.PMax && c.Sample.PMax <= 1,
+		"sample.p_min and sample.p_max are %v and %v, want 0 <= p_min <= p_max <= 1", c.Sample.PMin, c.Sample.PMax)
+	switch c.Segment.Mode {
+	case "trajectory", "step", "window":
+	default:
+		errs = append(errs, fmt.Errorf("segment.mode is %q, want trajectory, step or window", c.Segment.Mode))
+	}
+	// Every rollout and segment step takes --k and --delta whatever the
+	// mode. A window of K + Delta screenshots must fit the causal model's
+	// context, which also keeps their sum from overflowing.
+	check(c.Segment.K >= 1 && c.Segment.K <= MaxWindow, "segment.k is %d, want 1..%d", c.Segment.K, MaxWindow)
+	check(c.Segment.Delta >= 1 && c.Segment.Delta <= MaxWindow, "segment.delta is %d, want 1..%d", c.Segment.Delta, MaxWindow)
+	if c.Segment.K >= 1 && c.Segment.K <= MaxWindow && c.Segment.Delta >= 1 && c.Segment.Delta <= MaxWindow {
+		check(c.Segment.K+c.Segment.Delta <= MaxWindow, "segment.k + segment.delta is %d, want <= %d (a window of K + Delta screenshots fits the causal model's %d-token context)",
+			c.Segment.K+c.Segment.Delta, MaxWindow, CausalMaxContext)
+	}
+	check(c.Synthesize.Count >= 0, "synthesize.count is %d, want >= 0 (0 skips synthesis)", c.Synthesize.Count)
+	switch c.Synthesize.Backend {
+	case "builtin", "openai": // the synthesize stage's backends
+	default:
+		errs = append(errs, fmt.Errorf("synthesize.backend is %q, want builtin or openai", c.Synthesize.Backend))
+	}
+	switch c.Eval.Split {
+	case "train", "heldout": // the task splits rollout --split selects
+	default:
+		errs = append(errs, fmt.Errorf("eval.split is %q, want heldout or train", c.Eval.Split))
+	}
+	seen := map[string]bool{}
+	for _, a := range c.Audits {
+		switch {
+		case a == "judges":
+			// audit judges needs --labels (human labels), which the loop
+			// has none of: it would fail at the run's last step.
+			errs = append(errs, fmt.Errorf("audits holds %q: the judges audit needs human labels; run cualake audit judges --labels FILE after the loop", a))
+		case !slices.Contains(LoopAudits, a):
+			errs = append(errs, fmt.Errorf("audits holds %q, want %s", a, strings.Join(LoopAudits, ", ")))
+		case seen[a]:
+			// Each audit is a step keyed audit-<kind>; twice is one key twice.
+			errs = append(errs, fmt.Errorf("audits holds %q twice", a))
+		}
+		seen[a] = true
+	}
 	return errors.Join(errs...)
 }
+
+// LoopAudits are the audit kinds a loop config may list: every kind of
+// the audit stage (pipeline/audit.Kinds) but judges, which needs labels.
+var LoopAudits = []string{"overlap", "verifier", "synthesis", "health"}
+
+// CausalMaxContext is the causal policy's context in tokens
+// (trainer/causal.DefaultConfig's MaxContext).
+const CausalMaxContext = 8192
+
+// MaxWindow bounds segment.k + segment.delta: the most screenshots of
+// CausalImageTokens tokens each that the causal model's context holds.
+const MaxWindow = CausalMaxContext / CausalImageTokens
+
+// positive reports whether f is a finite number > 0 (NaN is not).
+func positive(f float64) bool { return f > 0 && !math.IsInf(f, 1) }

@@ -2,6 +2,8 @@ package loop
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -252,5 +254,78 @@ func TestRunIDSpelledOutDefault(t *testing.T) {
 	}
 	if judge.Rollout.Reward != "judge" {
 		t.Fatalf("RunID changed its argument: reward %q", judge.Rollout.Reward)
+	}
+}
+
+// TestValidateRefusesWhatAStepWouldFailOn: each one-key change to the
+// defaults below used to pass Validate and fail (or silently take the
+// stage's default) only when its step ran, after earlier steps committed.
+// Each is refused naming the key and what it allows.
+func TestValidateRefusesWhatAStepWouldFailOn(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		set  func(*Config)
+		want string
+	}{
+		{"unknown audit", func(c *Config) { c.Audits = []string{"health", "bogus"} }, `audits holds "bogus", want overlap, verifier, synthesis, health`},
+		{"judges audit", func(c *Config) { c.Audits = []string{"judges"} }, `audits holds "judges": the judges audit needs human labels`},
+		{"audit twice", func(c *Config) { c.Audits = []string{"health", "health"} }, `audits holds "health" twice`},
+		{"eval split", func(c *Config) { c.Eval.Split = "bogus" }, `eval.split is "bogus", want heldout or train`},
+		{"empty eval split", func(c *Config) { c.Eval.Split = "" }, `eval.split is "", want heldout or train`},
+		{"p_min above p_max", func(c *Config) { c.Sample.PMin = 0.95 }, `sample.p_min and sample.p_max are 0.95 and 0.9, want 0 <= p_min <= p_max <= 1`},
+		{"p_max above 1", func(c *Config) { c.Sample.PMax = 1.5 }, `sample.p_min and sample.p_max are 0.1 and 1.5`},
+		{"p_min below 0", func(c *Config) { c.Sample.PMin = -0.1 }, `sample.p_min and sample.p_max are -0.1 and 0.9`},
+		{"p_min NaN", func(c *Config) { c.Sample.PMin = math.NaN() }, `sample.p_min and sample.p_max are NaN and 0.9`},
+		{"train lr negative", func(c *Config) { c.Train.LR = -1 }, `train.lr is -1, want a finite number > 0`},
+		{"train lr zero", func(c *Config) { c.Train.LR = 0 }, `train.lr is 0, want a finite number > 0`},
+		{"train lr NaN", func(c *Config) { c.Train.LR = math.NaN() }, `train.lr is NaN, want a finite number > 0`},
+		{"train lr Inf", func(c *Config) { c.Train.LR = math.Inf(1) }, `train.lr is +Inf, want a finite number > 0`},
+		{"warmstart lr zero", func(c *Config) { c.Warmstart.LR = 0 }, `warmstart.lr is 0, want a finite number > 0`},
+		{"warmstart lr NaN", func(c *Config) { c.Warmstart.LR = math.NaN() }, `warmstart.lr is NaN, want a finite number > 0`},
+		{"train steps zero", func(c *Config) { c.Train.Steps = 0 }, `train.steps is 0, want >= 1`},
+		{"warmstart steps zero", func(c *Config) { c.Warmstart.Steps = 0 }, `warmstart.steps is 0, want >= 1`},
+		{"warmstart max_turns zero", func(c *Config) { c.Warmstart.MaxTurns = 0 }, `warmstart.max_turns is 0, want >= 1`},
+		{"segment mode", func(c *Config) { c.Segment.Mode = "nope" }, `segment.mode is "nope", want trajectory, step or window`},
+		{"segment k zero", func(c *Config) { c.Segment.K = 0 }, `segment.k is 0, want 1..1024`},
+		{"segment delta zero", func(c *Config) { c.Segment.Delta = 0 }, `segment.delta is 0, want 1..1024`},
+		{"segment k huge", func(c *Config) { c.Segment.K = math.MaxInt }, fmt.Sprintf(`segment.k is %d, want 1..1024`, math.MaxInt)},
+		{"segment sum", func(c *Config) { c.Segment.K, c.Segment.Delta = 1000, 100 }, `segment.k + segment.delta is 1100, want <= 1024`},
+		{"synthesize backend", func(c *Config) { c.Synthesize.Backend = "nope" }, `synthesize.backend is "nope", want builtin or openai`},
+		{"synthesize count", func(c *Config) { c.Synthesize.Count = -1 }, `synthesize.count is -1, want >= 0`},
+	} {
+		cfg := Default()
+		c.set(&cfg)
+		err := cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Validate() = %v, want an error containing %q", c.name, err, c.want)
+		}
+	}
+	// An explicit 0 in a file is the user's value, not "the default".
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(p, []byte("train: {steps: 0}\nwarmstart: {steps: 0}\n"), 0o644)
+	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "train.steps is 0, want >= 1") || !strings.Contains(err.Error(), "warmstart.steps is 0, want >= 1") {
+		t.Errorf("explicit zero steps: %v", err)
+	}
+	// What the loop's own configs write stays valid: no audits, batch 0
+	// (the train stage's default), a whole window of 1024, step mode.
+	ok := Default()
+	ok.Audits, ok.Warmstart.Batch, ok.Segment.K, ok.Segment.Delta, ok.Synthesize.Count = nil, 0, 1000, 24, 0
+	ok.Eval.Split, ok.Segment.Mode, ok.Sample.PMin, ok.Sample.PMax = "train", "step", 0, 1
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid config refused: %v", err)
+	}
+}
+
+// TestExampleConfigsValidate: every examples/*.yaml loads through Load
+// (strict keys, then Validate).
+func TestExampleConfigsValidate(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	if err != nil || len(files) < 2 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }

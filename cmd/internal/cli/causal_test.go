@@ -233,6 +233,9 @@ func TestTrainDefaultsAreTheDemos(t *testing.T) {
 	if loop.CausalImageTokens != causalpkg.DefaultConfig(10).ImageTokens() {
 		t.Fatalf("the loop cuts segments with %d image tokens, the causal model reads %d", loop.CausalImageTokens, causalpkg.DefaultConfig(10).ImageTokens())
 	}
+	if loop.CausalMaxContext != causalpkg.DefaultConfig(10).MaxContext {
+		t.Fatalf("the loop bounds segment windows by a %d-token context, the causal model's is %d", loop.CausalMaxContext, causalpkg.DefaultConfig(10).MaxContext)
+	}
 }
 
 // TestSFTOnOracleRolloutsOfAnySource: oracle rollouts committed without

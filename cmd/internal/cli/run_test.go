@@ -9,8 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cualake/cualake/pipeline/audit"
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/loop"
+	"github.com/cualake/cualake/pipeline/segment"
+	"github.com/cualake/cualake/pipeline/synthesize"
 )
 
 const smallRun = `seed: 3
@@ -133,5 +136,36 @@ func TestRunReproducibleAndResumable(t *testing.T) {
 	}
 	if fc := dataFiles(t, c); strings.Join(fc, "\n") != strings.Join(fa, "\n") {
 		t.Fatalf("resumed run differs from an unbroken one:\n%v\n%v", fc, fa)
+	}
+}
+
+// TestLoopConfigTakesTheStagesValues: loop.Config.Validate names the
+// values of the stages it configures without importing them; every value
+// the stage takes validates (audit kinds but judges, which needs labels the
+// loop has none of), and a value outside them does not.
+func TestLoopConfigTakesTheStagesValues(t *testing.T) {
+	for _, kind := range audit.Kinds {
+		c := loop.Default()
+		c.Audits = []string{kind}
+		if err := c.Validate(); (err == nil) != (kind != audit.KindJudges) {
+			t.Errorf("audits: [%s]: %v", kind, err)
+		}
+	}
+	if len(loop.LoopAudits) != len(audit.Kinds)-1 {
+		t.Errorf("loop audits %v, audit kinds %v", loop.LoopAudits, audit.Kinds)
+	}
+	for _, m := range segment.Modes {
+		c := loop.Default()
+		c.Segment.Mode = string(m)
+		if err := c.Validate(); err != nil {
+			t.Errorf("segment.mode %s: %v", m, err)
+		}
+	}
+	for _, b := range []string{synthesize.BackendBuiltin, synthesize.BackendOpenAI} {
+		c := loop.Default()
+		c.Synthesize.Backend = b
+		if err := c.Validate(); err != nil {
+			t.Errorf("synthesize.backend %s: %v", b, err)
+		}
 	}
 }
