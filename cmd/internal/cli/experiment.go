@@ -129,6 +129,9 @@ func experimentRun(c *cli.Context) error {
 	if c.Int("workers") < 1 {
 		return usageErr("--workers is %d, want >= 1", c.Int("workers"))
 	}
+	if err := checkExecutor(c); err != nil {
+		return err
+	}
 	l, err := openLake(c, true)
 	if err != nil {
 		return err

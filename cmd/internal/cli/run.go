@@ -88,6 +88,9 @@ func runLoop(c *cli.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return usageErr("%v", err)
 	}
+	if err := checkExecutor(c); err != nil {
+		return err
+	}
 	dir := c.String("lake")
 	l, err := openLake(c, true)
 	if err != nil {

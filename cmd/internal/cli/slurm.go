@@ -399,6 +399,22 @@ type SlurmOptions struct {
 // slurmExecutor is the loop.Executor of `cualake run --executor slurm`:
 // each step of the loop runs as Slurm jobs on the lake of c (--lake), a
 // shardable stage as N shards and a merge.
+// checkExecutor checks --executor and --shards of run and experiment run
+// before the lake is opened (created) or a job submitted: --shards 0 or
+// below used to go on to sbatch, every stage as one job.
+func checkExecutor(c *cli.Context) error {
+	switch c.String("executor") {
+	case "local":
+	case "slurm":
+		if n := c.Int("shards"); n < 1 {
+			return usageErr("--shards is %d, want >= 1 (shards per shardable stage; 1 runs each stage as one job)", n)
+		}
+	default:
+		return usageErr("--executor: want local or slurm")
+	}
+	return nil
+}
+
 func slurmExecutor(c *cli.Context, opt SlurmOptions) (loop.Executor, error) {
 	return slurmExecutorOn(c, opt, c.String("branch"))
 }

@@ -216,3 +216,28 @@ func TestSlurmCluster(t *testing.T) {
 		t.Fatalf("merges left fragments: %v", keys)
 	}
 }
+
+// TestLoopSlurmShardsBelowOneRefused: run and experiment run with the
+// slurm executor refuse --shards below 1 as a usage error naming the flag,
+// before the lake is created or sbatch is called.
+func TestLoopSlurmShardsBelowOneRefused(t *testing.T) {
+	dir := t.TempDir()
+	lk := filepath.Join(dir, "lake")
+	exp := filepath.Join(dir, "e.yaml")
+	if err := os.WriteFile(exp, []byte("name: e\nseeds: [1]\nvariants: [{name: a}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"run", "--lake", lk, "--executor", "slurm", "--shards", "0"},
+		{"run", "--lake", lk, "--executor", "slurm", "--shards", "-2"},
+		{"experiment", "run", exp, "--lake", lk, "--executor", "slurm", "--shards", "0"},
+	} {
+		out, err := run(t, args...)
+		if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--shards is ") || !strings.Contains(err.Error(), "want >= 1") {
+			t.Errorf("%v: %v\n%s; want a usage error naming --shards", args, err, out)
+		}
+		if _, err := os.Stat(lk); err == nil {
+			t.Fatalf("%v: the lake was created before --shards was checked", args)
+		}
+	}
+}
