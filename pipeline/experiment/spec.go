@@ -12,9 +12,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -200,7 +202,7 @@ func Resolve(s Spec) (*Plan, error) {
 		cfg, err := Apply(base, over)
 		if err != nil {
 			where := "variant " + v.Name
-			if _, ok := v.Set[firstKey(err)]; !ok && firstKey(err) != "" {
+			if k := firstKey(err); k != "" && !setsKey(v.Set, k) {
 				where = "set"
 			}
 			return nil, fmt.Errorf("experiment %s: %s: %w", s.Name, where, err)
@@ -246,6 +248,21 @@ type keyError struct {
 func (e *keyError) Error() string { return e.key + ": " + e.err.Error() }
 func (e *keyError) Unwrap() error { return e.err }
 
+// setsKey reports whether set names key or a section holding it (an
+// error about segment.k may come from set: {segment: {k: ...}}).
+func setsKey(set map[string]any, key string) bool {
+	for {
+		if _, ok := set[key]; ok {
+			return true
+		}
+		i := strings.LastIndex(key, ".")
+		if i < 0 {
+			return false
+		}
+		key = key[:i]
+	}
+}
+
 func firstKey(err error) string {
 	var k *keyError
 	if errors.As(err, &k) {
@@ -278,6 +295,9 @@ func Apply(base loop.Config, over map[string]any) (loop.Config, error) {
 		if err := setKey(tree, k, over[k]); err != nil {
 			return base, &keyError{k, err}
 		}
+		if err := checkValue(k, over[k]); err != nil {
+			return base, err
+		}
 	}
 	if b, err = yaml.Marshal(tree); err != nil {
 		return base, err
@@ -290,6 +310,103 @@ func Apply(base loop.Config, over map[string]any) (loop.Config, error) {
 		return base, fmt.Errorf("overrides %s: %w", strings.Join(keys, ", "), err)
 	}
 	return c, nil
+}
+
+// checkValue decodes one override on its own, so that a value of the
+// wrong type is reported by its key: the merged config's YAML, where it
+// would otherwise fail, has line numbers that are in no file. A section's
+// keys are checked one by one.
+func checkValue(key string, v any) error {
+	t, err := fieldType(key)
+	if err != nil {
+		return &keyError{key, err}
+	}
+	if m, ok := v.(map[string]any); ok && t.Kind() == reflect.Struct {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if err := checkValue(key+"."+k, m[k]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	doc := v
+	parts := strings.Split(key, ".")
+	for i := len(parts) - 1; i >= 0; i-- {
+		doc = map[string]any{parts[i]: doc}
+	}
+	b, err := yaml.Marshal(doc)
+	if err != nil {
+		return &keyError{key, err}
+	}
+	c := loop.Default()
+	if err := yaml.UnmarshalWithOptions(b, &c, yaml.Strict()); err != nil {
+		return &keyError{key, fmt.Errorf("want %s, got %s", typeWord(t), valueWord(v))}
+	}
+	return nil
+}
+
+// fieldType is the type of the config field a dotted key names, by the
+// fields' yaml names.
+func fieldType(key string) (reflect.Type, error) {
+	t := reflect.TypeOf(loop.Config{})
+	parts := strings.Split(key, ".")
+	for i, part := range parts {
+		if t.Kind() != reflect.Struct {
+			return nil, fmt.Errorf("unknown config key (%s is not a section)", strings.Join(parts[:i], "."))
+		}
+		found := false
+		for j := 0; j < t.NumField(); j++ {
+			f := t.Field(j)
+			if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); f.IsExported() && name == part {
+				t, found = f.Type, true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown config key (no %q in %s)", part, orTop(strings.Join(parts[:i], ".")))
+		}
+	}
+	return t, nil
+}
+
+// typeWord says what a config field of type t takes, in YAML's words.
+func typeWord(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64:
+		return "an integer"
+	case reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.String {
+			return "a list of strings"
+		}
+		return "a list"
+	case reflect.Struct:
+		return "a section of keys"
+	}
+	return t.String()
+}
+
+// valueWord writes an override's value as the file would: strings quoted,
+// lists and sections in flow style.
+func valueWord(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	b, err := yaml.MarshalWithOptions(v, yaml.Flow(true))
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSpace(string(b))
 }
 
 func setKey(tree map[string]any, key string, v any) error {

@@ -103,7 +103,7 @@ func TestResolveRefusesBadInput(t *testing.T) {
 		{"unknown key in set", "name: e\nseeds: [1]\nset: {iteratons: 1}\nvariants: [{name: a}]\n", `set: iteratons: unknown config key`},
 		{"bad value", "name: e\nseeds: [1]\nvariants: [{name: a, set: {sample.sampler: lucky}}]\n", `variant a: overrides sample.sampler: sample.sampler is "lucky"`},
 		{"removed policy", "name: e\nseeds: [1]\nvariants: [{name: a, set: {policy: encdec}}]\n", `variant a: overrides policy: policy: encdec: the encoder-decoder policy was removed (last present in commit 7878f89)`},
-		{"wrong type", "name: e\nseeds: [1]\nvariants: [{name: a, set: {segment.k: many}}]\n", `variant a: overrides segment.k`},
+		{"wrong type", "name: e\nseeds: [1]\nvariants: [{name: a, set: {segment.k: many}}]\n", `variant a: segment.k: want an integer, got "many"`},
 		{"unsafe variant", "name: e\nseeds: [1]\nvariants: [{name: a/b}]\n", `variant "a/b": not a safe branch name`},
 		{"unsafe variant 2", "name: e\nseeds: [1]\nvariants: [{name: ../x}]\n", `variant "../x": not a safe branch name`},
 		{"reserved variant", "name: e\nseeds: [1]\nvariants: [{name: _prefix}]\n", `variant "_prefix": not a safe branch name`},
@@ -186,5 +186,40 @@ variants:
 	}
 	if tail(p.Arms[0].Prefix) == tail(DispatchOrder(p)[2].Prefix) {
 		t.Fatal("seeds 1 and 2 have equal prefix tails")
+	}
+}
+
+// A value of the wrong type is named by the file, the variant (or the
+// spec's set) and the key, not by a line of the merged config, which is in
+// no file.
+func TestResolveNamesTheKeyOfAWrongType(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ name, set, want string }{
+		{"quoted string", `variants: [{name: a, set: {segment.k: "five"}}]`, `variant a: segment.k: want an integer, got "five"`},
+		{"in a section", `variants: [{name: a, set: {segment: {mode: step, k: five}}}]`, `variant a: segment.k: want an integer, got "five"`},
+		{"unknown key in a section", `variants: [{name: a, set: {segment: {kk: 3}}}]`, `variant a: segment.kk: unknown config key (no "kk" in segment)`},
+		{"string for true or false", `variants: [{name: a, set: {async: sometimes}}]`, `variant a: async: want true or false, got "sometimes"`},
+		{"string for a number", "set: {train.lr: fast}\nvariants: [{name: a}]", `set: train.lr: want a number, got "fast"`},
+		{"section for a list", `variants: [{name: a, set: {synthesize.without: {judger: 1}}}]`, `variant a: synthesize.without: want a list of strings, got {judger: 1}`},
+		{"list for a string", `variants: [{name: a, set: {segment.mode: [step]}}]`, `variant a: segment.mode: want a string, got [step]`},
+	} {
+		p := write(t, dir, "tiny.yaml", "name: e\nseeds: [1]\n"+c.set+"\n")
+		_, err := Load(p)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "experiment "+p+": ") {
+			t.Errorf("%s: error %v, want it to start with the file and contain %q", c.name, err, c.want)
+		} else if strings.Contains(err.Error(), "[") && !strings.Contains(c.want, "[") {
+			t.Errorf("%s: error %v has a position", c.name, err)
+		}
+	}
+	// Values of the right type still apply, a section's keys included.
+	p, err := Load(write(t, dir, "ok.yaml", `name: e
+seeds: [1]
+variants: [{name: a, set: {segment: {mode: step, k: 3, delta: 2}, train.lr: 1, synthesize.without: [fixer]}}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Arms[0].Config; c.Segment.Mode != "step" || c.Segment.K != 3 || c.Segment.Delta != 2 || c.Train.LR != 1 || c.Synthesize.Without[0] != "fixer" {
+		t.Fatalf("overrides not applied: %+v %+v", c.Segment, c.Train)
 	}
 }

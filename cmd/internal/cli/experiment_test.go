@@ -308,8 +308,8 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 }
 
 // TestExperimentRefusesBadInputBeforeRunning: nothing is created in the
-// lake for a file with an unknown key, an unsafe or duplicate variant, or
-// an invalid base.
+// lake for a file with an unknown key, an unsafe or duplicate variant, an
+// invalid base or a variant value of the wrong type.
 func TestExperimentRefusesBadInputBeforeRunning(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "base.yaml"), []byte(smallRun), 0o644)
@@ -320,6 +320,8 @@ func TestExperimentRefusesBadInputBeforeRunning(t *testing.T) {
 		{"name: e\nbase: base.yaml\nseeds: [1]\nvariants: [{name: 'a b'}]\n", `variant "a b"`},
 		{"name: e\nbase: base.yaml\nseeds: [1]\nvariants: [{name: a}, {name: a}]\n", `variant "a" is listed twice`},
 		{"name: e\nbase: bad-base.yaml\nseeds: [1]\nvariants: [{name: a}]\n", "lucky"},
+		// A value of the wrong type, named by variant and key.
+		{"name: e\nbase: base.yaml\nseeds: [1]\nvariants: [{name: a, set: {segment.k: \"five\"}}]\n", `variant a: segment.k: want an integer, got "five"`},
 	} {
 		p := filepath.Join(dir, "e.yaml")
 		os.WriteFile(p, []byte(c.text), 0o644)
