@@ -223,3 +223,29 @@ variants: [{name: a, set: {segment: {mode: step, k: 3, delta: 2}, train.lr: 1, s
 		t.Fatalf("overrides not applied: %+v %+v", c.Segment, c.Train)
 	}
 }
+
+// A variant's override that Validate refuses stops the experiment at Load,
+// naming the variant and the key: eval.split outside the task splits, and
+// an explicit train.steps: 0 (which the train stage would read as "its
+// default" and run 30 steps). Load opens no lake: the CLI test
+// TestExperimentRefusesBadInputBeforeRunning checks none is created.
+func TestResolveRefusesInvalidVariantValues(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "base.yaml", base)
+	for _, c := range []struct{ set, want string }{
+		{"{eval.split: bogus}", `variant b: overrides eval.split: eval.split is "bogus", want heldout or train`},
+		{"{train.steps: 0}", `variant b: overrides train.steps: train.steps is 0, want >= 1`},
+		{"{warmstart.lr: 0}", `variant b: overrides warmstart.lr: warmstart.lr is 0, want a finite number > 0`},
+		{"{audits: [health, bogus]}", `variant b: overrides audits: audits holds "bogus"`},
+		{"{segment.k: 0}", `variant b: overrides segment.k: segment.k is 0, want 1..1024`},
+	} {
+		p := write(t, dir, "e.yaml", "name: e\nbase: base.yaml\nseeds: [1]\nvariants: [{name: a}, {name: b, set: "+c.set+"}]\n")
+		plan, err := Load(p)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want it to contain %q", c.set, err, c.want)
+		}
+		if plan != nil {
+			t.Errorf("%s: a plan came back with the error", c.set)
+		}
+	}
+}

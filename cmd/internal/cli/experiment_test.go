@@ -309,7 +309,8 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 
 // TestExperimentRefusesBadInputBeforeRunning: nothing is created in the
 // lake for a file with an unknown key, an unsafe or duplicate variant, an
-// invalid base or a variant value of the wrong type.
+// invalid base, a variant value that fails validation or one of the wrong
+// type.
 func TestExperimentRefusesBadInputBeforeRunning(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "base.yaml"), []byte(smallRun), 0o644)
@@ -320,7 +321,10 @@ func TestExperimentRefusesBadInputBeforeRunning(t *testing.T) {
 		{"name: e\nbase: base.yaml\nseeds: [1]\nvariants: [{name: 'a b'}]\n", `variant "a b"`},
 		{"name: e\nbase: base.yaml\nseeds: [1]\nvariants: [{name: a}, {name: a}]\n", `variant "a" is listed twice`},
 		{"name: e\nbase: bad-base.yaml\nseeds: [1]\nvariants: [{name: a}]\n", "lucky"},
-		// A value of the wrong type, named by variant and key.
+		// Values Validate refuses in a variant, and a value of the wrong
+		// type, named by variant and key.
+		{"name: e\nbase: base.yaml\nseeds: [1]\nvariants: [{name: a}, {name: b, set: {eval.split: bogus}}]\n", `variant b: overrides eval.split: eval.split is "bogus"`},
+		{"name: e\nbase: base.yaml\nseeds: [1]\nvariants: [{name: a}, {name: b, set: {train.steps: 0}}]\n", `variant b: overrides train.steps: train.steps is 0, want >= 1`},
 		{"name: e\nbase: base.yaml\nseeds: [1]\nvariants: [{name: a, set: {segment.k: \"five\"}}]\n", `variant a: segment.k: want an integer, got "five"`},
 	} {
 		p := filepath.Join(dir, "e.yaml")
