@@ -256,6 +256,7 @@ func (c Config) Validate() error {
 			c.Segment.K+c.Segment.Delta, MaxWindow, CausalMaxContext)
 	}
 	check(c.Synthesize.Count >= 0, "synthesize.count is %d, want >= 0 (0 skips synthesis)", c.Synthesize.Count)
+	check(c.LimitTasks >= 0, "limit_tasks is %d, want >= 0 (0: the whole pool)", c.LimitTasks)
 	switch c.Synthesize.Backend {
 	case "builtin", "openai": // the synthesize stage's backends
 	default:

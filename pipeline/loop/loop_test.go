@@ -292,6 +292,7 @@ func TestValidateRefusesWhatAStepWouldFailOn(t *testing.T) {
 		{"segment sum", func(c *Config) { c.Segment.K, c.Segment.Delta = 1000, 100 }, `segment.k + segment.delta is 1100, want <= 1024`},
 		{"synthesize backend", func(c *Config) { c.Synthesize.Backend = "nope" }, `synthesize.backend is "nope", want builtin or openai`},
 		{"synthesize count", func(c *Config) { c.Synthesize.Count = -1 }, `synthesize.count is -1, want >= 0`},
+		{"limit_tasks negative", func(c *Config) { c.LimitTasks = -3 }, `limit_tasks is -3, want >= 0`},
 	} {
 		cfg := Default()
 		c.set(&cfg)
