@@ -83,6 +83,34 @@ func TestImageTokens(t *testing.T) {
 	}
 }
 
+// TestImageSpecBounds: specs that would give a screenshot millions of
+// tokens (and the process an out-of-memory crash) are refused, naming the
+// flag and the bound; the largest allowed ones are accepted.
+func TestImageSpecBounds(t *testing.T) {
+	for _, tc := range []struct {
+		spec ImageSpec
+		want string
+	}{
+		{ImageSpec{FixedTokens: 10000000}, "FixedTokens (--image-tokens) is 10000000, want 0..16384"},
+		{ImageSpec{FixedTokens: MaxImageTokens + 1}, "--image-tokens"},
+		{ImageSpec{MinPixels: 9000000000000000000, MaxPixels: 9100000000000000000}, "MinPixels (--min-pixels) is 9000000000000000000, want 0..33177600"},
+		{ImageSpec{MinPixels: 4096, MaxPixels: MaxImagePixels + 1}, "MaxPixels (--max-pixels) is 33177601, want 0..33177600"},
+		{ImageSpec{PatchSize: 1, MergeSize: 1, MinPixels: 4096, MaxPixels: 1 << 20}, "gives up to 1048576 tokens per screenshot, over 16384"},
+		{ImageSpec{PatchSize: 1 << 40, MergeSize: 1 << 40}, "bad patch size"},
+	} {
+		err := tc.spec.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: Validate() = %v, want an error containing %q", tc.spec, err, tc.want)
+		}
+	}
+	for _, ok := range []ImageSpec{DefaultImageSpec(), {FixedTokens: MaxImageTokens}, {MinPixels: 4096, MaxPixels: DefaultMaxPixels},
+		{PatchSize: 64, MergeSize: 2, MinPixels: MaxImagePixels, MaxPixels: MaxImagePixels}} {
+		if err := ok.Validate(); err != nil {
+			t.Errorf("%+v: Validate() = %v, want nil", ok, err)
+		}
+	}
+}
+
 // byteEncoder is a stand-in tokenizer: one token per byte (id = byte) and
 // the special tokens as 1000+. It has no offsets, so it exercises the
 // piecewise path.

@@ -39,6 +39,14 @@ const (
 	DefaultMaxPixels = DefaultMaxTokens * defaultFactor * defaultFactor // 16777216
 
 	maxImageSide = 1 << 20 // sanity bound; keeps the arithmetic exact
+
+	// MaxImageTokens bounds the pad tokens of one screenshot: Qwen-VL's own
+	// IMAGE_MAX_TOKEN_NUM. Beyond it a trajectory of tens of screenshots
+	// needs gigabytes per item, and the process runs out of memory.
+	MaxImageTokens = DefaultMaxTokens
+	// MaxImagePixels bounds MinPixels and MaxPixels: the area of an 8K
+	// (7680x4320) screen, more than any desktop screenshot needs.
+	MaxImagePixels = 7680 * 4320
 )
 
 // DefaultImageSpec is Qwen3-VL's image setup: 32 pixels per token side.
@@ -65,16 +73,29 @@ func (s ImageSpec) withDefaults() ImageSpec {
 	return s
 }
 
-// Validate reports a spec that cannot size images.
+// Validate reports a spec that cannot size images, or that gives a
+// screenshot more than MaxImageTokens tokens. Each message names the field
+// and the segment flag that sets it.
 func (s ImageSpec) Validate() error {
 	s = s.withDefaults()
 	switch {
-	case s.FixedTokens < 0:
-		return fmt.Errorf("image spec: FixedTokens %d is negative", s.FixedTokens)
-	case s.PatchSize < 0 || s.MergeSize < 0 || s.PatchSize*s.MergeSize > 1<<10:
+	case s.FixedTokens < 0 || s.FixedTokens > MaxImageTokens:
+		return fmt.Errorf("image spec: FixedTokens (--image-tokens) is %d, want 0..%d", s.FixedTokens, MaxImageTokens)
+	case s.PatchSize < 0 || s.MergeSize < 0 || s.PatchSize > 1<<10 || s.MergeSize > 1<<10 || s.PatchSize*s.MergeSize > 1<<10:
 		return fmt.Errorf("image spec: bad patch size %d or merge size %d", s.PatchSize, s.MergeSize)
-	case s.MinPixels < 0 || s.MaxPixels < s.MinPixels:
+	case s.MinPixels < 0 || s.MinPixels > MaxImagePixels:
+		return fmt.Errorf("image spec: MinPixels (--min-pixels) is %d, want 0..%d (an 8K screen)", s.MinPixels, MaxImagePixels)
+	case s.MaxPixels < 0 || s.MaxPixels > MaxImagePixels:
+		return fmt.Errorf("image spec: MaxPixels (--max-pixels) is %d, want 0..%d (an 8K screen)", s.MaxPixels, MaxImagePixels)
+	case s.MaxPixels < s.MinPixels:
 		return fmt.Errorf("image spec: need 0 <= MinPixels (%d) <= MaxPixels (%d)", s.MinPixels, s.MaxPixels)
+	}
+	// A resized screenshot has about MaxPixels/f^2 tokens at most (and at
+	// least MinPixels/f^2), so small patches can give too many tokens even
+	// within the pixel bound.
+	if f := s.PatchSize * s.MergeSize; s.FixedTokens == 0 && s.MaxPixels/(f*f) > MaxImageTokens {
+		return fmt.Errorf("image spec: MaxPixels (--max-pixels) %d at %d pixels per token side gives up to %d tokens per screenshot, over %d",
+			s.MaxPixels, f, s.MaxPixels/(f*f), MaxImageTokens)
 	}
 	return nil
 }
