@@ -32,6 +32,9 @@ const (
 	DefaultK      = 5
 	DefaultDelta  = 5
 	DefaultWindow = 5
+	// MaxK bounds K, Delta and Window: far more screenshots than any
+	// context holds, and small enough that K + Delta cannot overflow.
+	MaxK = 1 << 20
 	// DefaultFileRows is the number of rows of a segments data file. Files
 	// are cut by rows, not tokens, because a sharded run's fragments merge
 	// through lake.SortedWriter, which cuts every fixed number of rows; the
@@ -104,11 +107,11 @@ func (p Params) Validate() error {
 	default:
 		return fmt.Errorf("%w: mode %q, want trajectory, step or window", ErrParams, p.Mode)
 	}
-	if p.Mode == ModeWindow && (p.K < 1 || p.Delta < 1) {
-		return fmt.Errorf("%w: window mode needs K >= 1 and Delta >= 1, got K=%d Delta=%d", ErrParams, p.K, p.Delta)
+	if p.Mode == ModeWindow && (p.K < 1 || p.Delta < 1 || p.K > MaxK || p.Delta > MaxK) {
+		return fmt.Errorf("%w: window mode needs K (--k) and Delta (--delta) in 1..%d, got K=%d Delta=%d", ErrParams, MaxK, p.K, p.Delta)
 	}
-	if p.Mode == ModeStep && p.Window < 0 {
-		return fmt.Errorf("%w: step mode needs a window >= 0, got %d", ErrParams, p.Window)
+	if p.Mode == ModeStep && (p.Window < 0 || p.Window > MaxK) {
+		return fmt.Errorf("%w: step mode needs a window (--window) in 0..%d, got %d", ErrParams, MaxK, p.Window)
 	}
 	switch p.AdvantageMode() {
 	case advantage.ModeGRPO:

@@ -2,6 +2,7 @@ package segment
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -357,6 +358,18 @@ func TestBadInputNamesTrajectoryAndStep(t *testing.T) {
 	}
 	if err := (Params{Mode: ModeWindow, K: 5, Delta: 0, Image: chat.DefaultImageSpec()}).Validate(); err == nil {
 		t.Error("Delta = 0 accepted")
+	}
+	// K + Delta must not overflow in window (a huge K ran past int).
+	for _, prm := range []Params{{Mode: ModeWindow, K: math.MaxInt, Delta: 1}, {Mode: ModeWindow, K: 5, Delta: MaxK + 1},
+		{Mode: ModeStep, Window: MaxK + 1}} {
+		prm.Image = chat.DefaultImageSpec()
+		err := prm.Validate()
+		if err == nil || !strings.Contains(err.Error(), "1048576") {
+			t.Errorf("%+v: Validate() = %v, want an error naming the bound 1048576", prm, err)
+		}
+	}
+	if err := (Params{Mode: ModeWindow, K: MaxK, Delta: MaxK, Image: chat.DefaultImageSpec()}).Validate(); err != nil {
+		t.Errorf("K = Delta = MaxK: %v", err)
 	}
 }
 
