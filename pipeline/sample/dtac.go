@@ -38,12 +38,25 @@ func DefaultDTAC() DTACParams {
 	return DTACParams{PLow: 0.125, PHigh: 0.375, MaxReplays: 3, AdaPRRatio: 0.125, ICSRatio: 0.025, UnratedWeight: 1, MaxStale: 3}
 }
 
-// Validate checks the parameters' domains.
+// Validate checks the parameters' domains; the error names the field (and
+// the sample flag that sets it) and its range.
 func (p DTACParams) Validate() error {
-	if !(p.PLow >= 0 && p.PLow <= p.PHigh && p.PHigh <= 1) || p.MaxReplays < 1 ||
-		!(p.AdaPRRatio >= 0 && p.AdaPRRatio <= 1) || !(p.ICSRatio >= 0 && p.ICSRatio <= 1) ||
-		p.AdaPRRatio+p.ICSRatio > 1 || !(p.UnratedWeight >= 0 && p.UnratedWeight <= 1) || p.MaxStale < 0 {
-		return fmt.Errorf("%w: dtac %+v", ErrBadParams, p)
+	unit := func(v float64) bool { return v >= 0 && v <= 1 }
+	switch {
+	case !(unit(p.PLow) && unit(p.PHigh) && p.PLow <= p.PHigh):
+		return fmt.Errorf("%w: dtac PLow %v and PHigh %v, want 0 <= PLow <= PHigh <= 1", ErrBadParams, p.PLow, p.PHigh)
+	case p.MaxReplays < 1:
+		return fmt.Errorf("%w: dtac MaxReplays (--replay-cap) is %d, want >= 1", ErrBadParams, p.MaxReplays)
+	case !unit(p.AdaPRRatio):
+		return fmt.Errorf("%w: dtac AdaPRRatio (--adapr-ratio) is %v, want [0, 1]", ErrBadParams, p.AdaPRRatio)
+	case !unit(p.ICSRatio):
+		return fmt.Errorf("%w: dtac ICSRatio (--ics-ratio) is %v, want [0, 1]", ErrBadParams, p.ICSRatio)
+	case p.AdaPRRatio+p.ICSRatio > 1:
+		return fmt.Errorf("%w: dtac AdaPRRatio (--adapr-ratio) %v + ICSRatio (--ics-ratio) %v is over 1", ErrBadParams, p.AdaPRRatio, p.ICSRatio)
+	case !unit(p.UnratedWeight):
+		return fmt.Errorf("%w: dtac UnratedWeight is %v, want [0, 1]", ErrBadParams, p.UnratedWeight)
+	case p.MaxStale < 0:
+		return fmt.Errorf("%w: dtac MaxStale (--max-stale) is %d, want >= 0", ErrBadParams, p.MaxStale)
 	}
 	return nil
 }

@@ -362,3 +362,28 @@ func TestICSRatioAtDemoBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestDTACValidateNamesField: a bad DTAC parameter is named with its flag
+// and range, not dumped as the whole struct.
+func TestDTACValidateNamesField(t *testing.T) {
+	for _, tc := range []struct {
+		set  func(*DTACParams)
+		want string
+	}{
+		{func(p *DTACParams) { p.ICSRatio = -1 }, "ICSRatio (--ics-ratio) is -1, want [0, 1]"},
+		{func(p *DTACParams) { p.AdaPRRatio = 2 }, "AdaPRRatio (--adapr-ratio) is 2, want [0, 1]"},
+		{func(p *DTACParams) { p.AdaPRRatio, p.ICSRatio = 0.6, 0.6 }, "AdaPRRatio (--adapr-ratio) 0.6 + ICSRatio (--ics-ratio) 0.6 is over 1"},
+		{func(p *DTACParams) { p.MaxReplays = 0 }, "MaxReplays (--replay-cap) is 0, want >= 1"},
+		{func(p *DTACParams) { p.MaxStale = -1 }, "MaxStale (--max-stale) is -1, want >= 0"},
+	} {
+		p := DefaultDTAC()
+		tc.set(&p)
+		err := p.Validate()
+		if err == nil || !errors.Is(err, ErrBadParams) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "{") {
+			t.Errorf("Validate() = %v, want ErrBadParams naming %q and no struct dump", err, tc.want)
+		}
+	}
+	if err := DefaultDTAC().Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+}
