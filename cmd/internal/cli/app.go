@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"sync"
@@ -187,6 +188,24 @@ var errUsage = errors.New("usage")
 func usageErr(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
 }
+
+// intFlag returns the int flag name when it lies in [lo, hi], else a usage
+// error naming the flag and the range: values out of range must not run
+// silently (a negative limit meaning "all") nor wrap when narrowed to int32.
+func intFlag(c *cli.Context, name string, lo, hi int) (int, error) {
+	v := c.Int(name)
+	if v < lo || v > hi {
+		if hi == math.MaxInt {
+			return v, usageErr("--%s is %d, want >= %d", name, v, lo)
+		}
+		return v, usageErr("--%s is %d, want %d..%d", name, v, lo, hi)
+	}
+	return v, nil
+}
+
+// maxWorkers bounds the --workers flags: each worker is a goroutine with its
+// own environment or buffers, so an absurd count only exhausts memory.
+const maxWorkers = 1024
 
 // openLake opens the --lake folder or URL (s3://bucket/prefix), bound to
 // --branch; create initialises it if needed.

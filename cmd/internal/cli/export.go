@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/urfave/cli/v2"
 
@@ -123,6 +124,10 @@ func exportVerl(c *cli.Context) error {
 		return usageErr("export verl needs OUT.parquet")
 	}
 	opts := exporter.VerlOptions{Segments: c.Bool("segments"), TextOnly: c.Bool("text-only"), SkipWithoutImage: c.Bool("skip-without-image")}
+	// -1 (the default) is the whole pool; an iteration is an int32.
+	if _, err := intFlag(c, "batch", -1, math.MaxInt32); err != nil {
+		return err
+	}
 	if b := c.Int("batch"); b >= 0 {
 		it := int32(b)
 		opts.Batch = &it

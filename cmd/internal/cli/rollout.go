@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -93,8 +94,37 @@ var checkpointPolicy = func(c *cli.Context, l *lake.Lake, m *lake.Manifest, vers
 	return nil, fmt.Errorf("--policy checkpoint: %w", ErrNotBuilt)
 }
 
+// checkRolloutFlags refuses out-of-range numbers before anything runs. The
+// checkpoint policy's context flags are checked whatever the policy, so a
+// typo is not ignored until the day the policy changes.
+func checkRolloutFlags(c *cli.Context) error {
+	for _, r := range []struct {
+		name   string
+		lo, hi int
+	}{
+		{"limit-tasks", 0, math.MaxInt}, // 0: all tasks
+		{"workers", 1, maxWorkers},
+		{"iteration", -1, math.MaxInt32}, // -1: the batch's; recorded as int32
+		{"redraws", 0, math.MaxInt},
+		{"k", 1, segment.MaxK},
+		{"delta", 1, segment.MaxK},
+		{"window", 0, segment.MaxK},
+	} {
+		if _, err := intFlag(c, r.name, r.lo, r.hi); err != nil {
+			return err
+		}
+	}
+	if m := segment.Mode(c.String("context")); !slices.Contains(segment.Modes, m) {
+		return usageErr("--context %q: want window, step or trajectory", m)
+	}
+	return nil
+}
+
 func runRollout(c *cli.Context) error {
 	ctx := c.Context
+	if err := checkRolloutFlags(c); err != nil {
+		return err
+	}
 	spec, err := parseShard(c, "rollout")
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/urfave/cli/v2"
 
@@ -76,6 +77,39 @@ func runSample(c *cli.Context) error {
 	if _, err := parseShard(c, "sample"); err != nil {
 		return err
 	}
+	p := sample.DefaultStageParams()
+	p.Sampler, p.BatchSize, p.Seed = c.String("sampler"), c.Int("batch"), c.Int64("seed")
+	var err error
+	var alpha, beta *float64
+	if c.IsSet("alpha") {
+		alpha = ptr(c.Float64("alpha"))
+	}
+	if c.IsSet("ema-beta") {
+		beta = ptr(c.Float64("ema-beta"))
+	}
+	// The pool bounds are checked here so that their error names them, and
+	// ResolveEMA's remaining errors are about --alpha/--ema-beta.
+	if pmin, pmax := c.Float64("p-min"), c.Float64("p-max"); !(pmin >= 0 && pmin <= pmax && pmax <= 1) {
+		return usageErr("--p-min/--p-max: pool bounds [%v, %v], want 0 <= p-min <= p-max <= 1", pmin, pmax)
+	}
+	if p.EMA, err = sample.ResolveEMA(p.Sampler, alpha, beta, c.Float64("p-min"), c.Float64("p-max")); err != nil {
+		return usageErr("--alpha/--ema-beta: %v", err)
+	}
+	p.Frontier.Mu, p.Frontier.Sigma, p.Frontier.Gamma = c.Float64("mu"), c.Float64("sigma"), c.Float64("gamma")
+	// Checked as ints before the narrowing to int32, which would wrap
+	// 4294967297 to 1.
+	replayCap, err := intFlag(c, "replay-cap", 1, math.MaxInt32)
+	if err != nil {
+		return err
+	}
+	maxStale, err := intFlag(c, "max-stale", 0, math.MaxInt32)
+	if err != nil {
+		return err
+	}
+	p.DTAC.MaxReplays, p.DTAC.ICSRatio, p.DTAC.AdaPRRatio, p.DTAC.MaxStale = int32(replayCap), c.Float64("ics-ratio"), c.Float64("adapr-ratio"), int32(maxStale)
+	if err := p.DTAC.Validate(); err != nil {
+		return usageErr("%v", err)
+	}
 	l, err := openLake(c, false)
 	if err != nil {
 		return err
@@ -88,29 +122,6 @@ func runSample(c *cli.Context) error {
 		return fmt.Errorf("sample: the lake has no snapshot; import or synthesize tasks and roll them out first")
 	}
 	in := tx.Base()
-	p := sample.DefaultStageParams()
-	p.Sampler, p.BatchSize, p.Seed = c.String("sampler"), c.Int("batch"), c.Int64("seed")
-	var alpha, beta *float64
-	if c.IsSet("alpha") {
-		alpha = ptr(c.Float64("alpha"))
-	}
-	if c.IsSet("ema-beta") {
-		beta = ptr(c.Float64("ema-beta"))
-	}
-	if p.EMA, err = sample.ResolveEMA(p.Sampler, alpha, beta, c.Float64("p-min"), c.Float64("p-max")); err != nil {
-		return usageErr("--alpha/--ema-beta: %v", err)
-	}
-	p.Frontier.Mu, p.Frontier.Sigma, p.Frontier.Gamma = c.Float64("mu"), c.Float64("sigma"), c.Float64("gamma")
-	p.DTAC.MaxReplays, p.DTAC.ICSRatio, p.DTAC.AdaPRRatio, p.DTAC.MaxStale = int32(c.Int("replay-cap")), c.Float64("ics-ratio"), c.Float64("adapr-ratio"), int32(c.Int("max-stale"))
-	if p.DTAC.MaxReplays < 1 {
-		return usageErr("--replay-cap is %d, want >= 1", p.DTAC.MaxReplays)
-	}
-	if p.DTAC.MaxStale < 0 {
-		return usageErr("--max-stale is %d, want >= 0", p.DTAC.MaxStale)
-	}
-	if err := p.DTAC.Validate(); err != nil {
-		return usageErr("--ics-ratio/--adapr-ratio: %v", err)
-	}
 	var input sample.StageInput
 	if input.Tasks, err = lake.ReadTable(ctx, l, in, schemas.Tasks); err != nil {
 		return err

@@ -88,6 +88,9 @@ func segmentAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if _, err := intFlag(c, "workers", 1, maxWorkers); err != nil {
+		return err
+	}
 	prm := segment.Params{
 		Mode: segment.Mode(c.String("mode")), K: c.Int("k"), Delta: c.Int("delta"), Window: c.Int("window"),
 		Image: chat.ImageSpec{PatchSize: c.Int("patch-size"), MergeSize: c.Int("merge-size"), MinPixels: c.Int("min-pixels"),

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -211,8 +212,20 @@ func runVerify(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageErr("verify takes no arguments, got %q", c.Args().First())
 	}
-	if c.Int("max-rounds") < 0 || c.Int("steps") < 1 || c.Int("window") < 1 {
-		return usageErr("--max-rounds must be >= 0, --steps and --window >= 1")
+	// Each flag is checked on its own, so the error names the one at fault.
+	for _, r := range []struct {
+		name   string
+		lo, hi int
+	}{
+		{"max-rounds", 0, math.MaxInt},
+		{"steps", 1, math.MaxInt},
+		{"window", 1, math.MaxInt},
+		{"limit", 0, math.MaxInt}, // 0: all
+		{"workers", 1, maxWorkers},
+	} {
+		if _, err := intFlag(c, r.name, r.lo, r.hi); err != nil {
+			return err
+		}
 	}
 	if c.Bool("train") {
 		return runVerifyTrain(c)
