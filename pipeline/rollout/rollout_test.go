@@ -282,3 +282,18 @@ func TestSummaryCountsUnparsedAndRedrawn(t *testing.T) {
 		t.Fatalf("redrawn turns %d, want %d (turns 0 and 1 of 6 episodes)", sum.Redrawn, want)
 	}
 }
+
+// TestSelectTasksNegativeLimit: a negative limit is an error naming the
+// flag, not "all tasks"; 0 still means all.
+func TestSelectTasksNegativeLimit(t *testing.T) {
+	pool := []schemas.Task{{TaskID: "a"}, {TaskID: "b"}, {TaskID: "c"}}
+	if got, err := SelectTasks(pool, nil, -3); err == nil || !strings.Contains(err.Error(), "--limit-tasks is -3, want >= 0") {
+		t.Errorf("limit -3: %d tasks, %v; want an error naming --limit-tasks", len(got), err)
+	}
+	if got, err := SelectTasks(pool, nil, 0); err != nil || len(got) != 3 {
+		t.Errorf("limit 0: %d tasks, %v; want all 3", len(got), err)
+	}
+	if got, err := SelectTasks(pool, nil, 2); err != nil || len(got) != 2 {
+		t.Errorf("limit 2: %d tasks, %v; want 2", len(got), err)
+	}
+}

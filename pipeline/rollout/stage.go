@@ -358,6 +358,10 @@ var errNoTasks = errors.New("no tasks to roll out")
 // SelectTasks picks the tasks of a run: the given ids (each must exist), or
 // all tasks, then at most limit of them (0 = no limit).
 func SelectTasks(pool []schemas.Task, ids []string, limit int) ([]schemas.Task, error) {
+	if limit < 0 {
+		// not "no limit": a negative count is a mistake, not a request for all
+		return nil, fmt.Errorf("rollout: --limit-tasks is %d, want >= 0 (0: all tasks)", limit)
+	}
 	var out []schemas.Task
 	if len(ids) > 0 {
 		byID := map[string]schemas.Task{}
