@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/cualake/cualake/pipeline/infile"
 )
 
 // DefaultMaxFileBytes caps one file an input names (a screenshot, a log, a
@@ -35,23 +37,7 @@ func (e *refused) Error() string        { return e.msg }
 func (e *refused) Is(target error) bool { return target == e.is }
 
 // kindOf names what a non-regular file is.
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return "not a regular file (mode " + m.String() + ")"
-}
+func kindOf(m fs.FileMode) string { return infile.Kind(m) }
 
 func checkRegular(st fs.FileInfo, max int64) error {
 	if !st.Mode().IsRegular() {
