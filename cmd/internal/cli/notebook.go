@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cualake/cualake/notebooks"
+	"github.com/cualake/cualake/pipeline/infile"
 	"github.com/cualake/cualake/query"
 	"github.com/cualake/cualake/query/notebook"
 )
@@ -55,7 +56,8 @@ Example:
 // notebookSource reads a notebook file, or a shipped notebook by name when
 // no such file exists.
 func notebookSource(arg string) (name string, src []byte, err error) {
-	src, err = os.ReadFile(arg)
+	// infile: a device or a huge file is refused, not read without end
+	src, err = infile.Read(arg, infile.MaxText)
 	if err == nil {
 		return filepath.Base(arg), src, nil
 	}

@@ -2,11 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cualake/cualake/pipeline/infile"
 	"github.com/cualake/cualake/query"
 )
 
@@ -54,7 +54,7 @@ func runQuery(c *cli.Context) error {
 	}
 	stmt := strings.Join(c.Args().Slice(), " ")
 	if f := c.String("file"); f != "" {
-		b, err := os.ReadFile(f)
+		b, err := infile.Read(f, infile.MaxText)
 		if err != nil {
 			return fmt.Errorf("--file: %w", err)
 		}

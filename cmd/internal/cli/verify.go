@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cualake/cualake/pipeline/infile"
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/rollout"
 	"github.com/cualake/cualake/pipeline/simdesk"
@@ -142,7 +143,7 @@ func buildRunners(ctx context.Context, names []string, o runnerOptions) ([]*veri
 
 func loadTrained(ctx context.Context, o runnerOptions) (*verify.Strategy, error) {
 	if o.strategyFile != "" {
-		b, err := os.ReadFile(o.strategyFile)
+		b, err := infile.Read(o.strategyFile, infile.MaxText)
 		if err != nil {
 			return nil, fmt.Errorf("trained strategy: %w", err)
 		}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/cualake/cualake/pipeline/importer/osworld"
 	"github.com/cualake/cualake/pipeline/importer/record"
+	"github.com/cualake/cualake/pipeline/infile"
 	"github.com/cualake/cualake/pipeline/simdesk/action"
 	"github.com/cualake/cualake/schemas"
 )
@@ -411,6 +412,11 @@ func ReadFilesWith(ctx context.Context, files []string, opts ReadOptions, sinkFo
 		if st.IsDir() {
 			return fmt.Errorf("%s is a folder, want a JSONL file", f)
 		}
+		// A device or FIFO (/dev/zero) would be read without end; lines
+		// are bounded by MaxLine, the file by being a regular file.
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("%s is %s, want a JSONL file (a regular file)", f, infile.Kind(st.Mode()))
+		}
 		if s := sinkFor(i); s != nil {
 			total += int(st.Size())
 			if progress == nil {
@@ -440,7 +446,8 @@ type progressTo struct {
 func (s progressTo) Progress(done, total int) { s.p.Progress(done, total) }
 
 func readFile(ctx context.Context, file string, opts ReadOptions, sink record.Sink, done *int, total int) error {
-	fh, err := os.Open(file)
+	fh, err := infile.Open(file) // checked again: the path may have changed since
+
 	if err != nil {
 		return err
 	}
