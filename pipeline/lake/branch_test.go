@@ -462,3 +462,41 @@ func TestGCKeepsWhatOnlyABranchReaches(t *testing.T) {
 		t.Fatalf("gc over a branch with a missing manifest: %v", err)
 	}
 }
+
+// TestUnknownBranchRefused: Log on a branch that does not exist is an error
+// naming it (it printed "no snapshots yet", as for an empty main), and a
+// name that is only a folder of branches says so instead of "corrupt".
+func TestUnknownBranchRefused(t *testing.T) {
+	ctx := context.Background()
+	l, _ := newLake(t)
+	if log, err := l.Log(ctx, "", 0); err != nil || len(log) != 0 {
+		t.Fatalf("log of an empty main: %d %v, want none and no error", len(log), err)
+	}
+	commitTasks(t, l, fixtureTasks(3), "base")
+	for _, name := range []string{"exp/tiny/a", "exp/tiny/b"} {
+		if _, err := l.CreateBranch(ctx, name, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nosuch, err := l.OnBranch("nosuch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log, err := nosuch.Log(ctx, "", 0); !errors.Is(err, ErrNotExist) || !strings.Contains(err.Error(), "branch nosuch of lake") {
+		t.Errorf("log of branch nosuch: %d snapshots, %v; want ErrNotExist naming the branch", len(log), err)
+	}
+	folder, _ := l.OnBranch("exp/tiny")
+	for what, err := range map[string]error{
+		"head": func() error { _, err := folder.Head(ctx); return err }(),
+		"log":  func() error { _, err := folder.Log(ctx, "", 0); return err }(),
+	} {
+		if !errors.Is(err, ErrNotExist) || errors.Is(err, ErrCorrupt) ||
+			!strings.Contains(err.Error(), "there is no branch of that name, only branches under it: exp/tiny/a, exp/tiny/b") {
+			t.Errorf("%s of branch exp/tiny: %v; want ErrNotExist listing the branches under it", what, err)
+		}
+	}
+	if _, err := l.Resolve(ctx, "exp/tiny"); !errors.Is(err, ErrNotExist) || errors.Is(err, ErrCorrupt) ||
+		!strings.Contains(err.Error(), "it is only a folder of refs: branches exp/tiny/a, exp/tiny/b") {
+		t.Errorf("resolve exp/tiny: %v; want ErrNotExist listing the branches under it", err)
+	}
+}

@@ -130,10 +130,34 @@ func (l *Lake) BranchHead(ctx context.Context, name string) (string, error) {
 		return id, err
 	}
 	id, err := l.readRef(ctx, headsDir+name)
-	if errors.Is(err, ErrNotExist) {
+	switch {
+	case errors.Is(err, ErrNotExist):
 		return "", fmt.Errorf("branch %s of lake %s: %w (create it with `cualake lake branch create %s`)", name, l, ErrNotExist, name)
+	case errors.Is(err, errRefFolder):
+		// a folder of branches (exp/tiny/a) is no branch, and not corrupt
+		return "", fmt.Errorf("branch %s of lake %s: %w: there is no branch of that name, only branches under it: %s",
+			name, l, ErrNotExist, strings.Join(l.refsUnder(ctx, headsDir, name), ", "))
 	}
 	return id, err
+}
+
+// refsUnder lists up to 10 ref names under the folder dir+name, for an
+// error that says a name is only a folder of refs.
+func (l *Lake) refsUnder(ctx context.Context, dir, name string) []string {
+	keys, err := l.store.List(ctx, dir+name+"/")
+	if err != nil || len(keys) == 0 {
+		return []string{"(none listed)"}
+	}
+	sort.Strings(keys)
+	var out []string
+	for i, k := range keys {
+		if i == 10 {
+			out = append(out, fmt.Sprintf("and %d more", len(keys)-i))
+			break
+		}
+		out = append(out, strings.TrimPrefix(k, dir))
+	}
+	return out
 }
 
 // Resolve turns a ref into a snapshot id: "" is the head of the handle's
@@ -161,6 +185,14 @@ func (l *Lake) Resolve(ctx context.Context, ref string) (string, error) {
 	}
 	head, herr := l.readRef(ctx, headsDir+ref)
 	tag, terr := l.readRef(ctx, tagsDir+ref)
+	// A folder of refs (branches exp/tiny/a) is no ref of that name.
+	var under []string
+	if errors.Is(herr, errRefFolder) {
+		under, herr = append(under, "branches "+strings.Join(l.refsUnder(ctx, headsDir, ref), ", ")), ErrNotExist
+	}
+	if errors.Is(terr, errRefFolder) {
+		under, terr = append(under, "tags "+strings.Join(l.refsUnder(ctx, tagsDir, ref), ", ")), ErrNotExist
+	}
 	switch {
 	case herr == nil && terr == nil:
 		return "", fmt.Errorf("%q names both a branch (at %s) and a tag (at %s) of lake %s; delete one (`cualake lake branch delete %s`)", ref, short(head), short(tag), l, ref)
@@ -172,6 +204,10 @@ func (l *Lake) Resolve(ctx context.Context, ref string) (string, error) {
 		return tag, nil
 	case !errors.Is(terr, ErrNotExist):
 		return "", terr
+	}
+	if len(under) > 0 {
+		return "", fmt.Errorf("%q is neither a branch, a tag nor a snapshot id of lake %s: %w; it is only a folder of refs: %s",
+			ref, l, ErrNotExist, strings.Join(under, "; "))
 	}
 	return "", fmt.Errorf("%q is neither a branch, a tag nor a snapshot id of lake %s: %w", ref, l, ErrNotExist)
 }
@@ -236,7 +272,9 @@ func (l *Lake) At(ctx context.Context, ref string) (*Manifest, error) {
 func (l *Lake) Log(ctx context.Context, ref string, limit int) ([]*Manifest, error) {
 	id, err := l.Resolve(ctx, ref)
 	if err != nil {
-		if errors.Is(err, ErrNotExist) && (ref == "" || ref == MainRef) {
+		// Only main may be empty (a new lake); a missing branch is an error,
+		// as everywhere else.
+		if errors.Is(err, ErrNotExist) && (ref == MainRef || ref == "" && l.Branch() == MainRef) {
 			return nil, nil
 		}
 		return nil, err
