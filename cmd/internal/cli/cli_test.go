@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/schemas"
 )
@@ -129,4 +131,27 @@ func TestEveryCommandHasAnExample(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFlagUsageHasNoBacktick: urfave/cli takes a `quoted` word in a flag's
+// usage as its value's placeholder, so "`cualake lake merge`" rendered as
+// "--shard cualake lake merge  I/N: ...". Usage strings quote plainly.
+func TestFlagUsageHasNoBacktick(t *testing.T) {
+	var walk func(path string, cmds []*cli.Command)
+	check := func(path string, flags []cli.Flag) {
+		for _, f := range flags {
+			if u, ok := f.(interface{ GetUsage() string }); ok && strings.Contains(u.GetUsage(), "`") {
+				t.Errorf("%s --%s: usage %q has a backtick", path, f.Names()[0], u.GetUsage())
+			}
+		}
+	}
+	walk = func(path string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			check(path+" "+c.Name, c.Flags)
+			walk(path+" "+c.Name, c.Subcommands)
+		}
+	}
+	app := App()
+	check("cualake", app.Flags)
+	walk("cualake", app.Commands)
 }

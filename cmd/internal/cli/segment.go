@@ -57,7 +57,7 @@ Example:
 			&cli.IntFlag{Name: "k", Value: segment.DefaultK, Usage: "window mode: screenshots kept after pruning"},
 			&cli.IntFlag{Name: "delta", Value: segment.DefaultDelta, Usage: "window mode: screenshots dropped per pruning"},
 			&cli.IntFlag{Name: "window", Value: segment.DefaultWindow, Usage: "step mode: previous turns kept in full"},
-			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer.json (default: $" + tokenizer.EnvTokenizer + " or the Qwen3 tokenizer of `make setup`)"},
+			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer.json (default: $" + tokenizer.EnvTokenizer + " or the Qwen3 tokenizer of \"make setup\")"},
 			&cli.IntFlag{Name: "image-tokens", Usage: "pad tokens per screenshot, for data without screenshots (0: from each screenshot's size)"},
 			&cli.IntFlag{Name: "patch-size", Value: spec.PatchSize, Usage: "vision patch side in pixels"},
 			&cli.IntFlag{Name: "merge-size", Value: spec.MergeSize, Usage: "patches merged per token side"},

@@ -28,7 +28,7 @@ import (
 
 // shardFlag is --shard I/N.
 var shardFlag = &cli.StringFlag{Name: "shard",
-	Usage: "I/N: process only shard I of N (0-based) of the keys and write a fragment instead of committing; `cualake lake merge` commits the N fragments"}
+	Usage: "I/N: process only shard I of N (0-based) of the keys and write a fragment instead of committing; \"cualake lake merge\" commits the N fragments"}
 
 // parseShard reads --shard for stage; whole-input stages refuse it.
 func parseShard(c *cli.Context, stage string) (shard.Spec, error) {
