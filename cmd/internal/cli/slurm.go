@@ -286,7 +286,12 @@ func slurmSubmit(c *cli.Context) error {
 		Partition: c.String("partition"), Time: c.String("time"), Extra: c.Args().Slice(), Env: jobEnv(c),
 		Clean: !c.Bool("keep-fragments")}
 	if t := c.String("templates"); t != "" {
-		j.Templates = os.DirFS(t)
+		if st, err := os.Stat(t); err != nil {
+			return usageErr("--templates: %v", err)
+		} else if !st.IsDir() {
+			return usageErr("--templates %s: not a folder", t)
+		}
+		j.Templates = templateDir{os.DirFS(t), t}
 	}
 	if n > 0 {
 		j.Command, j.Shards = append(append([]string{}, path...), rest...), n
@@ -491,4 +496,19 @@ func slurmTemplates(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "templates in %s; use them with --templates %s\n", dir, dir)
 	return nil
+}
+
+// templateDir is a --templates folder whose open errors name it: a missing
+// template said only "open stage.sbatch.tmpl", not where it was looked for.
+type templateDir struct {
+	fs.FS
+	dir string
+}
+
+func (d templateDir) Open(name string) (fs.File, error) {
+	f, err := d.FS.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("--templates %s: %w", d.dir, err)
+	}
+	return f, nil
 }

@@ -54,6 +54,17 @@ func TestSlurmDryRunAndRefusals(t *testing.T) {
 	if out, err := run(t, "slurm", "submit", "--stage", "rollout", "--shards", "2", "--templates", tdir, "--dry-run"); err != nil || !strings.Contains(out, "--array=0-1") {
 		t.Fatalf("edited templates: %v %s", err, out)
 	}
+	// A missing --templates folder, or a template missing from it, names
+	// the folder.
+	if _, err := run(t, "slurm", "submit", "--stage", "rollout", "--templates", "/nonexistent", "--dry-run"); ExitCode(err) != ExitUsage ||
+		!strings.Contains(err.Error(), "--templates: stat /nonexistent: no such file or directory") {
+		t.Errorf("--templates /nonexistent: %v", err)
+	}
+	empty := t.TempDir()
+	if _, err := run(t, "slurm", "submit", "--stage", "rollout", "--templates", empty, "--dry-run"); err == nil ||
+		!strings.Contains(err.Error(), "--templates "+empty+": open stage.sbatch.tmpl") {
+		t.Errorf("--templates with no templates: %v", err)
+	}
 }
 
 // buildCualake builds the cualake binary for jobs to run.
