@@ -458,6 +458,10 @@ func ReadResultsWith(ctx context.Context, dir string, opts ResultsOptions, sink 
 	if err != nil {
 		return nil, err
 	}
+	if len(eps) == 0 {
+		// a wrong folder is a mistake to report, not an import of nothing
+		return nil, fmt.Errorf("no OSWorld results found in %s: no folder under it holds %s", dir, strings.Join(episodeMarkers, ", "))
+	}
 	workers, keep := opts.Workers, opts.Keep
 	if keep != nil {
 		var mine []EpisodePath

@@ -265,3 +265,15 @@ func TestMultiActionLine(t *testing.T) {
 		t.Fatalf("computer_13 key: %+v", r)
 	}
 }
+
+// TestReadResultsNoneFound: a folder without any episode is an error naming
+// it (import osworld-results /etc said "nothing new" and exited 0).
+func TestReadResultsNoneFound(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "sub", "deeper"), 0o755)
+	os.WriteFile(filepath.Join(dir, "sub", "notes.txt"), []byte("x"), 0o644)
+	_, err := ReadResults(context.Background(), dir, 1, nil)
+	if err == nil || !strings.Contains(err.Error(), "no OSWorld results found in "+dir+": no folder under it holds traj.jsonl, result.txt, runtime.log") {
+		t.Fatalf("ReadResults of a folder without episodes: %v", err)
+	}
+}
