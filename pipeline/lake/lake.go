@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -63,6 +64,11 @@ func Open(ctx context.Context, store Storage) (*Lake, error) {
 
 // OpenDir opens (or with create, initialises) a lake in a local folder.
 func OpenDir(ctx context.Context, dir string, create bool) (*Lake, error) {
+	// A lake inside another lake's folder is in the outer lake's files: its
+	// gc (data/) or a leftover sweep would delete it.
+	if outer := outerLake(dir); outer != "" {
+		return nil, fmt.Errorf("lake %s: %w: %s holds the lake marker %s; put the lake outside it", dir, ErrNestedLake, outer, markerKey)
+	}
 	if !create {
 		if _, err := os.Stat(dir); err != nil {
 			return nil, fmt.Errorf("%s: %w (run `cualake lake init`)", dir, ErrNotALake)
@@ -76,6 +82,29 @@ func OpenDir(ctx context.Context, dir string, create bool) (*Lake, error) {
 		return Init(ctx, st)
 	}
 	return Open(ctx, st)
+}
+
+// outerLake returns the nearest folder above dir that holds a lake marker
+// (a small regular file lake.json), or "" if none does.
+func outerLake(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		if holdsMarker(p) {
+			return p
+		}
+		if filepath.Dir(p) == p {
+			return ""
+		}
+	}
+}
+
+// holdsMarker says whether folder dir holds a lake marker file.
+func holdsMarker(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, markerKey))
+	return err == nil && st.Mode().IsRegular() && st.Size() <= 4096
 }
 
 // Storage returns the backend.

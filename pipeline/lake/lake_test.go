@@ -508,3 +508,52 @@ func TestContentAddressedAppendsCommute(t *testing.T) {
 		t.Fatalf("appends to tasks must conflict, got %v", err)
 	}
 }
+
+// TestNestedLakeRefused: a lake cannot be opened or initialised inside
+// another lake's folder (lake init --lake X/data made one that gc on X
+// would delete), and gc never deletes a folder holding a lake marker of its
+// own, as one made by an older cualake.
+func TestNestedLakeRefused(t *testing.T) {
+	ctx := context.Background()
+	outer, dir := newLake(t)
+	commitTasks(t, outer, fixtureTasks(2), "base")
+	for _, sub := range []string{"data", "data/x/y", "elsewhere"} {
+		_, err := OpenDir(ctx, filepath.Join(dir, sub), true)
+		if !errors.Is(err, ErrNestedLake) || !strings.Contains(err.Error(), dir+" holds the lake marker lake.json") {
+			t.Errorf("init inside %s: %v, want ErrNestedLake naming the outer lake", sub, err)
+		}
+	}
+	// A nested lake made by hand (or an older cualake): gc keeps all of it.
+	inner := filepath.Join(dir, "data", "inner")
+	if _, err := Init(ctx, mustLocal(t, inner)); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(inner, "tmp"), 0o755)
+	os.WriteFile(filepath.Join(inner, "tmp", "stage.partial"), []byte("x"), 0o644)
+	if _, err := OpenDir(ctx, inner, false); !errors.Is(err, ErrNestedLake) {
+		t.Errorf("open the nested lake: %v, want ErrNestedLake", err)
+	}
+	rep, err := outer.GC(ctx, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Removed {
+		if strings.Contains(r, "inner") {
+			t.Errorf("gc removed %s of the nested lake", r)
+		}
+	}
+	for _, f := range []string{"lake.json", "tmp/stage.partial"} {
+		if _, err := os.Stat(filepath.Join(inner, f)); err != nil {
+			t.Errorf("nested lake's %s: %v", f, err)
+		}
+	}
+}
+
+func mustLocal(t *testing.T, dir string) *Local {
+	t.Helper()
+	s, err := NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

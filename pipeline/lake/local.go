@@ -251,6 +251,17 @@ func (l *Local) LocalPath(_ context.Context, key string) (string, error) { retur
 // same-filesystem rename.
 func (l *Local) TempDir() string { return filepath.Join(l.root, "tmp") }
 
+// inNestedLake says whether path, a file under the lake's root, lies in a
+// folder below the root that holds a lake marker of its own.
+func (l *Local) inNestedLake(path string) bool {
+	for d := filepath.Dir(path); d != l.root && strings.HasPrefix(d, l.root+string(filepath.Separator)); d = filepath.Dir(d) {
+		if holdsMarker(d) {
+			return true
+		}
+	}
+	return false
+}
+
 // Leftovers lists temporary files that interrupted writes left behind.
 func (l *Local) Leftovers() ([]string, error) {
 	var out []string

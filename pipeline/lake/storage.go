@@ -24,6 +24,8 @@ var (
 	ErrCorrupt = errors.New("corrupt")
 	// ErrNotALake: the folder holds no lake.
 	ErrNotALake = errors.New("not a cualake lake")
+	// ErrNestedLake: the folder lies inside another lake's folder.
+	ErrNestedLake = errors.New("inside another lake")
 )
 
 // Storage is the small interface the lake needs from a backend (a local

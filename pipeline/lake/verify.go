@@ -161,7 +161,14 @@ func (l *Lake) GC(ctx context.Context, dryRun bool, grace time.Duration) (*GCRep
 		return nil, err
 	}
 	rep := &GCReport{Removed: []string{}, DryRun: dryRun}
+	loc, local := l.store.(*Local)
 	for _, k := range keys {
+		if local && loc.inNestedLake(filepath.Join(loc.Root(), filepath.FromSlash(k))) {
+			// never delete another lake (OpenDir refuses to make one here,
+			// but an older cualake or a copy may have)
+			rep.Kept++
+			continue
+		}
 		if live[k] || l.young(ctx, k, grace) {
 			rep.Kept++
 			continue
@@ -176,12 +183,15 @@ func (l *Lake) GC(ctx context.Context, dryRun bool, grace time.Duration) (*GCRep
 			}
 		}
 	}
-	if loc, ok := l.store.(*Local); ok {
+	if local {
 		left, err := loc.Leftovers()
 		if err != nil {
 			return rep, err
 		}
 		for _, p := range left {
+			if loc.inNestedLake(p) {
+				continue
+			}
 			if rel, _ := filepath.Rel(loc.Root(), p); strings.HasPrefix(filepath.ToSlash(rel), "refs/") {
 				// A temporary file of an interrupted ref write looks like a
 				// ref named like one (which older versions accepted): keep.
