@@ -182,7 +182,7 @@ func (c Config) Validate() error {
 		}
 	}
 	check(c.Iterations >= 0, "iterations is %d, want >= 0", c.Iterations)
-	check(c.Workers >= 1, "workers is %d, want >= 1", c.Workers)
+	check(c.Workers >= 1 && c.Workers <= MaxWorkers, "workers is %d, want 1..%d", c.Workers, MaxWorkers)
 	check(c.Rollout.N >= 2, "rollout.n is %d, want >= 2 (a group needs two rollouts for an advantage)", c.Rollout.N)
 	check(c.Rollout.MaxTurns >= 1, "rollout.max_turns is %d, want >= 1", c.Rollout.MaxTurns)
 	check(c.Rollout.Redraws >= 0, "rollout.redraws is %d, want >= 0", c.Rollout.Redraws)
@@ -284,6 +284,9 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// MaxWorkers bounds workers as the stages bound their --workers flag.
+const MaxWorkers = 1024
 
 // LoopAudits are the audit kinds a loop config may list: every kind of
 // the audit stage (pipeline/audit.Kinds) but judges, which needs labels.

@@ -293,6 +293,7 @@ func TestValidateRefusesWhatAStepWouldFailOn(t *testing.T) {
 		{"synthesize backend", func(c *Config) { c.Synthesize.Backend = "nope" }, `synthesize.backend is "nope", want builtin or openai`},
 		{"synthesize count", func(c *Config) { c.Synthesize.Count = -1 }, `synthesize.count is -1, want >= 0`},
 		{"limit_tasks negative", func(c *Config) { c.LimitTasks = -3 }, `limit_tasks is -3, want >= 0`},
+		{"workers huge", func(c *Config) { c.Workers = 5000 }, `workers is 5000, want 1..1024`},
 	} {
 		cfg := Default()
 		c.set(&cfg)

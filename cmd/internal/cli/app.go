@@ -17,6 +17,7 @@ import (
 
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/lake/s3store" // also registers s3:// lakes
+	"github.com/cualake/cualake/pipeline/loop"
 	"github.com/cualake/cualake/query"
 	"github.com/cualake/cualake/schemas"
 )
@@ -205,7 +206,7 @@ func intFlag(c *cli.Context, name string, lo, hi int) (int, error) {
 
 // maxWorkers bounds the --workers flags: each worker is a goroutine with its
 // own environment or buffers, so an absurd count only exhausts memory.
-const maxWorkers = 1024
+const maxWorkers = loop.MaxWorkers
 
 // openLake opens the --lake folder or URL (s3://bucket/prefix), bound to
 // --branch; create initialises it if needed.
