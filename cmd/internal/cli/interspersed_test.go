@@ -37,10 +37,35 @@ func TestInterspersedFlags(t *testing.T) {
 		"--max-turnz=3": {"cualake", "rollout", "--lake", "L", "x", "--max-turnz=3"},
 		"":              {"cualake", "query", "x", "--", "--json"},
 	}
-	strays[""+" "] = []string{"cualake", "query", "--lake", "L", "-- a comment\nselect 1", "-1", "--"}
+	for _, args := range [][]string{
+		{"cualake", "query", "--lake", "L", "-- a comment\nselect 1", "-1", "--"},
+		{"cualake", "--help"}, {"cualake", "--version"}, {"cualake", "query", "--help"},
+		{"cualake", "query", "select 1", "--help"}, {"cualake", "lake", "branch", "create", "x", "--help"},
+		{"cualake", "rollout", "--generate-bash-completion"},
+		// flags of the command above come before the subcommand
+		{"cualake", "audit", "--at", "X", "overlap", "--shard", "1/4"},
+		// an unknown flag before any argument is urfave/cli's error, not ours
+		{"cualake", "rollout", "--polcy", "oracle"},
+		// a flag's value may look like a flag
+		{"cualake", "query", "x", "--out", "--weird-name"},
+	} {
+		if got := StrayFlag(app, args); got != "" {
+			t.Errorf("%q: stray %q, want none", args, got)
+		}
+	}
+	// the audit stage binary: its first argument is the KIND, whose flags
+	// follow it
+	if got := StrayFlag(StageApp("audit"), []string{"audit", "overlap", "--shard", "1/4"}); got != "" {
+		t.Errorf("audit stage binary: stray %q, want none", got)
+	}
 	for want, args := range strays {
-		if got := StrayFlag(app, args); got != strings.TrimSpace(want) {
+		if got := StrayFlag(app, args); got != want {
 			t.Errorf("%q: stray %q, want %q", args, got, want)
+		}
+	}
+	for _, args := range [][]string{{"--help"}, {"query", "--help"}, {"rollout", "--help"}} {
+		if out, err := run(t, args...); err != nil || !strings.Contains(out, "USAGE") {
+			t.Errorf("%q: %v\n%s", args, err, out)
 		}
 	}
 	if out, err := run(t, "query", "--lake", t.TempDir(), "select 1", "--fromat", "csv"); err == nil || !strings.Contains(err.Error(), "unknown flag --fromat") {
