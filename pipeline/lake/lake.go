@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cualake/cualake/pipeline/outfile"
 )
 
 const (
@@ -67,7 +69,7 @@ func OpenDir(ctx context.Context, dir string, create bool) (*Lake, error) {
 	// A lake inside another lake's folder is in the outer lake's files: its
 	// gc (data/) or a leftover sweep would delete it.
 	if outer := outerLake(dir); outer != "" {
-		return nil, fmt.Errorf("lake %s: %w: %s holds the lake marker %s; put the lake outside it", dir, ErrNestedLake, outer, markerKey)
+		return nil, fmt.Errorf("lake %s: %w: %s holds the lake marker %s; put the lake outside it (move an existing one out with mv)", dir, ErrNestedLake, outer, markerKey)
 	}
 	if !create {
 		if _, err := os.Stat(dir); err != nil {
@@ -85,7 +87,7 @@ func OpenDir(ctx context.Context, dir string, create bool) (*Lake, error) {
 }
 
 // outerLake returns the nearest folder above dir that holds a lake marker
-// (a small regular file lake.json), or "" if none does.
+// (a small regular file lake.json of kind cualake), or "" if none does.
 func outerLake(dir string) string {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -101,11 +103,9 @@ func outerLake(dir string) string {
 	}
 }
 
-// holdsMarker says whether folder dir holds a lake marker file.
-func holdsMarker(dir string) bool {
-	st, err := os.Stat(filepath.Join(dir, markerKey))
-	return err == nil && st.Mode().IsRegular() && st.Size() <= 4096
-}
+// holdsMarker says whether folder dir holds a cualake lake marker (an
+// unrelated lake.json does not count).
+func holdsMarker(dir string) bool { return outfile.IsLake(dir) }
 
 // Storage returns the backend.
 func (l *Lake) Storage() Storage { return l.store }

@@ -523,6 +523,13 @@ func TestNestedLakeRefused(t *testing.T) {
 			t.Errorf("init inside %s: %v, want ErrNestedLake naming the outer lake", sub, err)
 		}
 	}
+	// An unrelated lake.json above a folder does not make it a nested lake.
+	other := filepath.Join(t.TempDir(), "proj")
+	os.MkdirAll(other, 0o755)
+	os.WriteFile(filepath.Join(other, "lake.json"), []byte(`{"name": "not a cualake lake"}`), 0o644)
+	if _, err := OpenDir(ctx, filepath.Join(other, "L"), true); err != nil {
+		t.Errorf("a lake below an unrelated lake.json: %v", err)
+	}
 	// A nested lake made by hand (or an older cualake): gc keeps all of it.
 	inner := filepath.Join(dir, "data", "inner")
 	if _, err := Init(ctx, mustLocal(t, inner)); err != nil {

@@ -341,7 +341,7 @@ func outsideLakes(path, real string, lakes []string) error {
 		}
 	}
 	for d := real; ; d = filepath.Dir(d) {
-		if isLake(d) {
+		if IsLake(d) {
 			return fmt.Errorf("%s is in the lake %s: %w; write outputs outside the lake", path, d, ErrInsideLake)
 		}
 		if filepath.Dir(d) == d {
@@ -350,9 +350,9 @@ func outsideLakes(path, real string, lakes []string) error {
 	}
 }
 
-// isLake says whether dir holds a cualake lake marker: a small regular file
+// IsLake says whether dir holds a cualake lake marker: a small regular file
 // whose kind is "cualake" (an unrelated lake.json does not count).
-func isLake(dir string) bool {
+func IsLake(dir string) bool {
 	p := filepath.Join(dir, LakeMarker)
 	st, err := os.Lstat(p)
 	if err != nil || !st.Mode().IsRegular() || st.Size() > 4096 {
