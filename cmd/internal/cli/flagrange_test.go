@@ -49,4 +49,13 @@ func TestOutOfRangeFlagsAreUsageErrors(t *testing.T) {
 			t.Errorf("%s: %v blames another flag or dumps a struct", strings.Join(tc.args, " "), err)
 		}
 	}
+	// Qwen2.5-VL's 14-pixel patches: the pixel bounds follow the token side
+	// unless given, so the defaults stay within the token bound (and the
+	// run goes on to open the lake, which does not exist here)
+	for _, args := range [][]string{{"segment", "--patch-size", "14"}, {"segment", "--patch-size", "8", "--merge-size", "1"}} {
+		_, err := run(t, args...)
+		if err == nil || strings.Contains(err.Error(), "image spec") {
+			t.Errorf("%s: %v, want it past the image spec (to the missing lake)", strings.Join(args, " "), err)
+		}
+	}
 }

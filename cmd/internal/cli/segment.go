@@ -61,8 +61,8 @@ Example:
 			&cli.IntFlag{Name: "image-tokens", Usage: "pad tokens per screenshot, for data without screenshots (0: from each screenshot's size)"},
 			&cli.IntFlag{Name: "patch-size", Value: spec.PatchSize, Usage: "vision patch side in pixels"},
 			&cli.IntFlag{Name: "merge-size", Value: spec.MergeSize, Usage: "patches merged per token side"},
-			&cli.IntFlag{Name: "min-pixels", Value: spec.MinPixels, Usage: "smallest resized screenshot area"},
-			&cli.IntFlag{Name: "max-pixels", Value: spec.MaxPixels, Usage: "largest resized screenshot area"},
+			&cli.IntFlag{Name: "min-pixels", Value: spec.MinPixels, Usage: "smallest resized screenshot area (default: 4 tokens of (patch-size x merge-size)^2 pixels)"},
+			&cli.IntFlag{Name: "max-pixels", Value: spec.MaxPixels, Usage: "largest resized screenshot area (default: 16384 tokens of (patch-size x merge-size)^2 pixels)"},
 			&cli.IntFlag{Name: "workers", Value: runtime.NumCPU(), Usage: "trajectories segmented in parallel (the output does not depend on it)"},
 			&cli.BoolFlag{Name: "quarantine", Usage: "send bad trajectories to the rejects table and segment the rest"},
 			&cli.StringFlag{Name: "advantage", Value: string(advantage.ModeGRPO), Usage: "grpo (A_i on every item) or stepo (A_i/|T_i| per step item; --mode step)"},
@@ -100,6 +100,16 @@ func segmentAction(c *cli.Context) error {
 	}
 	if prm.Image.PatchSize < 1 || prm.Image.MergeSize < 1 {
 		return usageErr("--patch-size and --merge-size must be >= 1")
+	}
+	// The pixel bounds' defaults are Qwen's token counts at the default
+	// 32-pixel token side; for another side they follow it (qwen-vl-utils
+	// sizes them in tokens), unless given.
+	f := prm.Image.PatchSize * prm.Image.MergeSize
+	if !c.IsSet("min-pixels") {
+		prm.Image.MinPixels = chat.DefaultMinTokens * f * f
+	}
+	if !c.IsSet("max-pixels") {
+		prm.Image.MaxPixels = chat.DefaultMaxTokens * f * f
 	}
 	if err := prm.Validate(); err != nil {
 		return usageErr("%v", err)
