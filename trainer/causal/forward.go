@@ -125,10 +125,10 @@ func (c *cache) drop() {
 // covers the cached tokens too.
 //
 // Only the last layer's keys and values are needed at every row; its
-// queries, output projection and feed-forward block run at the rows keep
-// alone. A loss reads a few dozen rows of a window of about 1,300 tokens,
-// and a decoding step one, so that layer costs a small fraction of the
-// others.
+// attention, output projection and feed-forward block run at the rows keep
+// alone (its fused query-key-value projection still runs at every row). A
+// loss reads a few dozen rows of a window of about 1,300 tokens, and a
+// decoding step one, so that layer costs a small fraction of the others.
 func (m *Model) hidden(s *tx.Scope, st *stream, c *cache, keep []int64) *ts.Tensor {
 	cfg := m.cfg
 	T, D, H := int64(len(st.ids)), int64(cfg.Dim), int64(cfg.Heads)

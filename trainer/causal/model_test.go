@@ -38,6 +38,12 @@ func testConfig(vocab int) Config {
 
 func testModel(t testing.TB, seed uint64) *Model {
 	t.Helper()
+	return testModelLayers(t, seed, testConfig(1).Layers)
+}
+
+// testModelLayers is testModel with the given number of layers.
+func testModelLayers(t testing.TB, seed uint64, layers int) *Model {
+	t.Helper()
 
 	var ids []int32
 	for i := int32(1); i <= 40; i++ {
@@ -48,7 +54,9 @@ func testModel(t testing.TB, seed uint64) *Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(testConfig(im.Size()), im, testSpecial, "test@sha256:0", gotch.CPU, seed)
+	cfg := testConfig(im.Size())
+	cfg.Layers = layers
+	m, err := New(cfg, im, testSpecial, "test@sha256:0", gotch.CPU, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -851,7 +859,12 @@ func TestFillRefLogpTrainsAsRecomputed(t *testing.T) {
 // blocks; rows asked in another order come back in that order; and the
 // decoder's next-token distribution agrees too.
 func TestLastLayerAtKeptRows(t *testing.T) {
-	m := testModel(t, 7)
+	for _, layers := range []int{2, 1} { // one layer: the last is the only one
+		t.Run(fmt.Sprintf("layers=%d", layers), func(t *testing.T) { lastLayerAtKeptRows(t, testModelLayers(t, 7, layers)) })
+	}
+}
+
+func lastLayerAtKeptRows(t *testing.T, m *Model) {
 	in := longStream(m, rand.New(rand.NewPCG(21, 22)), 700)
 	at := scorable(m, in.IDs)
 	saved := queryBlock

@@ -569,8 +569,9 @@ func runCausalGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params
 		return nil, fmt.Errorf("train --mini-groups %d: %w", p.Groups, err)
 	}
 	// The reference is frozen and the steps cycle over the mini-batches, so
-	// its log-probabilities are computed once per item, not once per step,
-	// and only for the mini-batches some step trains.
+	// its log-probabilities are computed once per mini-batch item, not once
+	// per step, and only for the mini-batches some step trains (an item that
+	// --mini-groups repeats in the last mini-batch is computed twice).
 	for i := 0; i < min(p.Steps, len(mbs)); i++ {
 		if err := ref.FillRefLogp(ctx, mbs[i], p.Temperature); err != nil {
 			return nil, fmt.Errorf("train grpo: %w", err)

@@ -44,7 +44,7 @@ lacks) fail the run, each named with what blocks it, unless --skip-unsupported l
 			&cli.IntFlag{Name: "n", Value: 8, Usage: "rollouts per task (a group)"},
 			&cli.StringFlag{Name: "tasks", Usage: "comma-separated task ids (default: the batch or the pool)"},
 			&cli.IntFlag{Name: "limit-tasks", Usage: "at most N tasks"},
-			&cli.IntFlag{Name: "workers", Value: runtime.NumCPU(), Usage: "parallel episodes (output does not depend on it)"},
+			&cli.IntFlag{Name: "workers", Value: min(runtime.NumCPU(), maxWorkers), Usage: "parallel episodes (output does not depend on it)"},
 			&cli.IntFlag{Name: "max-turns", Value: 50, Usage: "turn limit; hitting it gives the incomplete penalty -0.2"},
 			&cli.Int64Flag{Name: "seed", Usage: "run seed; episode seeds derive from it and (task, index)"},
 			&cli.StringFlag{Name: "reward", Value: loop.DefaultReward, Usage: "judge, verifier or both"},

@@ -63,7 +63,7 @@ Example:
 			&cli.IntFlag{Name: "merge-size", Value: spec.MergeSize, Usage: "patches merged per token side"},
 			&cli.IntFlag{Name: "min-pixels", Value: spec.MinPixels, Usage: "smallest resized screenshot area (default: 4 tokens of (patch-size x merge-size)^2 pixels)"},
 			&cli.IntFlag{Name: "max-pixels", Value: spec.MaxPixels, Usage: "largest resized screenshot area (default: 16384 tokens of (patch-size x merge-size)^2 pixels)"},
-			&cli.IntFlag{Name: "workers", Value: runtime.NumCPU(), Usage: "trajectories segmented in parallel (the output does not depend on it)"},
+			&cli.IntFlag{Name: "workers", Value: min(runtime.NumCPU(), maxWorkers), Usage: "trajectories segmented in parallel (the output does not depend on it)"},
 			&cli.BoolFlag{Name: "quarantine", Usage: "send bad trajectories to the rejects table and segment the rest"},
 			&cli.StringFlag{Name: "advantage", Value: string(advantage.ModeGRPO), Usage: "grpo (A_i on every item) or stepo (A_i/|T_i| per step item; --mode step)"},
 			&cli.StringFlag{Name: "view", Value: string(segment.ViewPlain), Usage: "plain (the instruction and each screenshot) or pointer (marked instruction, step counter and on-screen elements after each screenshot; the causal policy's view)"},

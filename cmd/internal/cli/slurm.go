@@ -401,9 +401,6 @@ type SlurmOptions struct {
 	Binary          string // default: this executable
 }
 
-// slurmExecutor is the loop.Executor of `cualake run --executor slurm`:
-// each step of the loop runs as Slurm jobs on the lake of c (--lake), a
-// shardable stage as N shards and a merge.
 // checkExecutor checks --executor and --shards of run and experiment run
 // before the lake is opened (created) or a job submitted: --shards 0 or
 // below used to go on to sbatch, every stage as one job.
@@ -420,6 +417,9 @@ func checkExecutor(c *cli.Context) error {
 	return nil
 }
 
+// slurmExecutor is the loop.Executor of `cualake run --executor slurm`:
+// each step of the loop runs as Slurm jobs on the lake of c (--lake), a
+// shardable stage as N shards and a merge.
 func slurmExecutor(c *cli.Context, opt SlurmOptions) (loop.Executor, error) {
 	return slurmExecutorOn(c, opt, c.String("branch"))
 }

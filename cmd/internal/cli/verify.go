@@ -73,7 +73,7 @@ Example:
 			&cli.BoolFlag{Name: "tree-only", Usage: "no evidence screenshots (accessibility trees only)"},
 			&cli.StringFlag{Name: "endpoint", EnvVars: []string{envVerifyEndpoint, "OPENAI_BASE_URL"}, Usage: "openai: base URL of an OpenAI-compatible server"},
 			&cli.StringFlag{Name: "model", EnvVars: []string{envVerifyModel}, Usage: "openai: model name"},
-			&cli.IntFlag{Name: "workers", Value: runtime.NumCPU(), Usage: "parallel verifications (output does not depend on it)"},
+			&cli.IntFlag{Name: "workers", Value: min(runtime.NumCPU(), maxWorkers), Usage: "parallel verifications (output does not depend on it)"},
 			&cli.BoolFlag{Name: "train", Usage: "learn the trained strategy instead of verifying"},
 			&cli.StringFlag{Name: "train-on", Value: "bench", Usage: "train: bench (fresh perturbed-oracle episodes) or lake (the snapshot's trajectories)"},
 			&cli.IntFlag{Name: "iterations", Value: 12, Usage: "train: policy updates"},
