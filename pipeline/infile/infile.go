@@ -26,15 +26,16 @@ var (
 	ErrTooLarge   = errors.New("file over the size limit")
 )
 
-// refused is a file this package will not read: "PATH is a character
-// device, want a regular file"; errors.Is matches its sentinel.
-type refused struct {
-	msg string
-	is  error
+// Refused is a file a reader will not read: "PATH is a character device,
+// want a regular file"; errors.Is matches its sentinel (ErrNotRegular or
+// ErrTooLarge). The importer's record package words its own.
+type Refused struct {
+	Msg  string
+	Kind error
 }
 
-func (e *refused) Error() string        { return e.msg }
-func (e *refused) Is(target error) bool { return target == e.is }
+func (e *Refused) Error() string        { return e.Msg }
+func (e *Refused) Is(target error) bool { return target == e.Kind }
 
 // Kind names what a non-regular file is ("a character device").
 func Kind(m fs.FileMode) string {
@@ -58,10 +59,10 @@ func Kind(m fs.FileMode) string {
 // check refuses a non-regular file, and one over max bytes when max > 0.
 func check(path string, st fs.FileInfo, max int64) error {
 	if !st.Mode().IsRegular() {
-		return &refused{fmt.Sprintf("%s is %s, want a regular file", path, Kind(st.Mode())), ErrNotRegular}
+		return &Refused{fmt.Sprintf("%s is %s, want a regular file", path, Kind(st.Mode())), ErrNotRegular}
 	}
 	if max > 0 && st.Size() > max {
-		return &refused{fmt.Sprintf("%s is %d bytes, over the limit of %d bytes", path, st.Size(), max), ErrTooLarge}
+		return &Refused{fmt.Sprintf("%s is %d bytes, over the limit of %d bytes", path, st.Size(), max), ErrTooLarge}
 	}
 	return nil
 }
@@ -120,7 +121,7 @@ func Read(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if int64(buf.Len()) > max {
-		return nil, &refused{fmt.Sprintf("%s has more than %d bytes, over the limit", path, max), ErrTooLarge}
+		return nil, &Refused{fmt.Sprintf("%s has more than %d bytes, over the limit", path, max), ErrTooLarge}
 	}
 	return buf.Bytes(), nil
 }

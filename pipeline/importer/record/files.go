@@ -20,28 +20,23 @@ import (
 // task file) unless the import sets another cap.
 const DefaultMaxFileBytes = 64 << 20
 
-// Errors of ReadRegular, for errors.Is. The messages that wrap them say
-// what the file is and start with "is", so callers write "NAME " + err.
+// Errors of ReadRegular, for errors.Is: infile's. The messages that wrap
+// them say what the file is and start with "is", so callers write "NAME " +
+// err.
 var (
-	ErrNotRegular = errors.New("not a regular file")
-	ErrTooLarge   = errors.New("file over the size cap")
+	ErrNotRegular = infile.ErrNotRegular
+	ErrTooLarge   = infile.ErrTooLarge
 )
 
 // refused is a file ReadRegular will not read.
-type refused struct {
-	msg string
-	is  error
-}
-
-func (e *refused) Error() string        { return e.msg }
-func (e *refused) Is(target error) bool { return target == e.is }
+type refused = infile.Refused
 
 // kindOf names what a non-regular file is.
 func kindOf(m fs.FileMode) string { return infile.Kind(m) }
 
 func checkRegular(st fs.FileInfo, max int64) error {
 	if !st.Mode().IsRegular() {
-		return &refused{fmt.Sprintf("is %s, want a regular file", kindOf(st.Mode())), ErrNotRegular}
+		return &refused{Msg: fmt.Sprintf("is %s, want a regular file", kindOf(st.Mode())), Kind: ErrNotRegular}
 	}
 	if st.Size() > max {
 		return tooLarge(fmt.Sprintf("is %d bytes", st.Size()), max)
@@ -50,7 +45,7 @@ func checkRegular(st fs.FileInfo, max int64) error {
 }
 
 func tooLarge(what string, max int64) error {
-	return &refused{fmt.Sprintf("%s, over the cap of %d bytes (cualake import --max-file-bytes raises it)", what, max), ErrTooLarge}
+	return &refused{Msg: fmt.Sprintf("%s, over the cap of %d bytes (cualake import --max-file-bytes raises it)", what, max), Kind: ErrTooLarge}
 }
 
 // ReadRegular reads the file at path when it is a regular file (a symbolic
