@@ -208,6 +208,24 @@ func intFlag(c *cli.Context, name string, lo, hi int) (int, error) {
 // own environment or buffers, so an absurd count only exhausts memory.
 const maxWorkers = loop.MaxWorkers
 
+// beginOnSnapshot opens the --lake lake and begins a commit on --in (the
+// branch head by default), which must be a snapshot: on an empty lake it
+// returns an error saying empty.
+func beginOnSnapshot(c *cli.Context, empty string) (*lake.Lake, *lake.Txn, error) {
+	l, err := openLake(c, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	tx, err := l.Begin(c.Context, c.String("in"))
+	if err != nil {
+		return nil, nil, err
+	}
+	if tx.Parent() == "" {
+		return nil, nil, errors.New(empty)
+	}
+	return l, tx, nil
+}
+
 // openLake opens the --lake folder or URL (s3://bucket/prefix), bound to
 // --branch; create initialises it if needed.
 func openLake(c *cli.Context, create bool) (*lake.Lake, error) {

@@ -110,16 +110,9 @@ func runSample(c *cli.Context) error {
 	if err := p.DTAC.Validate(); err != nil {
 		return usageErr("%v", err)
 	}
-	l, err := openLake(c, false)
+	l, tx, err := beginOnSnapshot(c, "sample: the lake has no snapshot; import or synthesize tasks and roll them out first")
 	if err != nil {
 		return err
-	}
-	tx, err := l.Begin(ctx, c.String("in"))
-	if err != nil {
-		return err
-	}
-	if tx.Parent() == "" {
-		return fmt.Errorf("sample: the lake has no snapshot; import or synthesize tasks and roll them out first")
 	}
 	in := tx.Base()
 	var input sample.StageInput

@@ -75,16 +75,9 @@ func runTrain(c *cli.Context) error {
 	if _, err := parseShard(c, "train"); err != nil {
 		return err
 	}
-	l, err := openLake(c, false)
+	l, tx, err := beginOnSnapshot(c, "train: the lake has no snapshot")
 	if err != nil {
 		return err
-	}
-	tx, err := l.Begin(ctx, c.String("in"))
-	if err != nil {
-		return err
-	}
-	if tx.Parent() == "" {
-		return fmt.Errorf("train: the lake has no snapshot")
 	}
 	p := stage.DefaultParams()
 	p.Objective, p.Policy, p.Advantage, p.Steps, p.Batch, p.LR, p.Device, p.Seed =

@@ -232,16 +232,9 @@ func runVerify(c *cli.Context) error {
 		return runVerifyTrain(c)
 	}
 	ctx := c.Context
-	l, err := openLake(c, false)
+	l, tx, err := beginOnSnapshot(c, "verify: the lake has no snapshot (run cualake rollout first)")
 	if err != nil {
 		return err
-	}
-	tx, err := l.Begin(ctx, c.String("in"))
-	if err != nil {
-		return err
-	}
-	if tx.Parent() == "" {
-		return fmt.Errorf("verify: the lake has no snapshot (run cualake rollout first)")
 	}
 	in := tx.Base()
 	runners, err := buildRunners(ctx, strings.Split(c.String("strategy"), ","), runnerOptions{
