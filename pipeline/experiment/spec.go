@@ -10,7 +10,6 @@ package experiment
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/cualake/cualake/pipeline/infile"
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/loop"
 )
@@ -103,8 +103,12 @@ func checkName(kind, name string) error {
 // Load reads an experiment file strictly (unknown keys are errors) and
 // resolves it (Resolve): every error comes before anything runs.
 func Load(path string) (*Plan, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
+	// Read whole, so bounded: /dev/zero would never end.
+	b, err := infile.Read(path, infile.MaxText)
+	switch {
+	case errors.Is(err, infile.ErrNotRegular) || errors.Is(err, infile.ErrTooLarge):
+		return nil, fmt.Errorf("experiment %w", err) // the message names the file
+	case err != nil:
 		return nil, fmt.Errorf("experiment %s: %w", path, err)
 	}
 	var s Spec

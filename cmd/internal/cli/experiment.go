@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cualake/cualake/pipeline/experiment"
-	"github.com/cualake/cualake/pipeline/infile"
 	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/loop"
 	"github.com/cualake/cualake/pipeline/outfile"
@@ -114,23 +112,12 @@ func oneArgThenFlags(c *cli.Context, usage string) (string, error) {
 	return args[0], err
 }
 
-// loadExperiment is experiment.Load after checking that file is a regular
-// file of at most infile.MaxText bytes: Load reads it whole, and /dev/zero
-// would never end.
-func loadExperiment(file string) (*experiment.Plan, error) {
-	// other errors (a missing file) are Load's to word
-	if err := infile.Check(file, infile.MaxText); errors.Is(err, infile.ErrNotRegular) || errors.Is(err, infile.ErrTooLarge) {
-		return nil, fmt.Errorf("experiment %w", err)
-	}
-	return experiment.Load(file)
-}
-
 func experimentRun(c *cli.Context) error {
 	file, err := oneArgThenFlags(c, "experiment run EXP.yaml [--workers N] [--executor local|slurm] [--json]")
 	if err != nil {
 		return err
 	}
-	p, err := loadExperiment(file)
+	p, err := experiment.Load(file)
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -259,7 +246,7 @@ func experimentReport(c *cli.Context) error {
 	}
 	name, doc, order := arg, "", []string(nil)
 	if strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml") {
-		p, err := loadExperiment(arg)
+		p, err := experiment.Load(arg)
 		if err != nil {
 			return usageErr("%v", err)
 		}
