@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"image/png"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/cualake/cualake/pipeline/simdesk"
@@ -351,6 +352,25 @@ func (s *Summary) Add(ep Episode) {
 	if ep.Trajectory.Error != "" && len(s.Errors) < 10 {
 		s.Errors = append(s.Errors, ep.Trajectory.TrajectoryID+": "+ep.Trajectory.Error)
 	}
+}
+
+// ErrAllErrored is returned (wrapped) when every episode of a rollout ended
+// in error: there is nothing to commit.
+var ErrAllErrored = errors.New("every episode ended in error; nothing committed")
+
+// AllErrored returns an error naming the first episode errors when every
+// episode of the summary ended in error (the policy endpoint or the
+// environment is down), and nil when at least one episode played out.
+func (s *Summary) AllErrored() error {
+	if s.Trajectories == 0 || s.Outcomes[schemas.OutcomeError] < s.Trajectories {
+		return nil
+	}
+	first := s.Errors
+	if len(first) > 3 {
+		first = first[:3]
+	}
+	return fmt.Errorf("rollout: %w (%d of %d episodes); first errors:\n  %s", ErrAllErrored,
+		s.Outcomes[schemas.OutcomeError], s.Trajectories, strings.Join(first, "\n  "))
 }
 
 var errNoTasks = errors.New("no tasks to roll out")

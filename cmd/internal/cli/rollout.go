@@ -343,6 +343,11 @@ func runRollout(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := sum.AllErrored(); err != nil {
+		// a down endpoint or a broken environment, not data: committing
+		// would feed the sampler a batch of uncounted episodes and exit 0
+		return err
+	}
 	var inputs []string
 	if in != nil {
 		inputs = []string{in.ID}

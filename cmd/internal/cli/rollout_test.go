@@ -2,11 +2,13 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cualake/cualake/pipeline/rollout"
 	"github.com/cualake/cualake/pipeline/simdesk"
 	"github.com/cualake/cualake/pipeline/simdesk/server"
 )
@@ -55,6 +57,31 @@ func TestRolloutCommitsTrajectories(t *testing.T) {
 	}
 	if _, err := run(t, "rollout", "--tasks", "no-such-task"); err == nil || !strings.Contains(err.Error(), "no-such-task") {
 		t.Fatalf("unknown task: %v", err)
+	}
+}
+
+// TestRolloutAllEpisodesErrored: when every episode ends in error (here the
+// policy's endpoint is down) the rollout fails naming the errors and
+// commits nothing; one played-out episode is enough to commit.
+func TestRolloutAllEpisodesErrored(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lake")
+	t.Setenv("CUALAKE_LAKE", dir)
+	if out, err := run(t, "rollout", "--policy", "oracle", "--n", "1", "--limit-tasks", "1"); err != nil {
+		t.Fatalf("oracle rollout: %v\n%s", err, out)
+	}
+	before, err := run(t, "lake", "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := httptest.NewServer(nil)
+	url := down.URL
+	down.Close() // a port nothing listens on
+	_, err = run(t, "rollout", "--policy", "openai", "--endpoint", url, "--model", "m", "--n", "2", "--limit-tasks", "2", "--max-turns", "2")
+	if !errors.Is(err, rollout.ErrAllErrored) || !strings.Contains(err.Error(), "4 of 4 episodes") || !strings.Contains(err.Error(), "@it001#") {
+		t.Fatalf("rollout against a down endpoint: %v", err)
+	}
+	if after, _ := run(t, "lake", "log"); after != before {
+		t.Fatalf("a failed rollout committed:\n%s\nwas\n%s", after, before)
 	}
 }
 
