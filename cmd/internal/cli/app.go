@@ -117,6 +117,7 @@ Example:
    cualake lake init && cualake import osworld-tasks ../shared/data/osworld
    cualake query "select domain, count(*) from tasks group by 1"`,
 		Commands:             commands,
+		Version:              lake.CodeVersion, // what a lake's manifests record as code_version
 		EnableBashCompletion: true,
 		ExitErrHandler:       func(*cli.Context, error) {},
 	}
@@ -131,7 +132,7 @@ func StageApp(name string) *cli.App {
 	for _, c := range app.Commands {
 		if c.Name == name {
 			return &cli.App{Name: name, Usage: c.Usage, Description: c.Description, Flags: c.Flags,
-				Action: c.Action, ExitErrHandler: func(*cli.Context, error) {}}
+				Version: lake.CodeVersion, Action: c.Action, ExitErrHandler: func(*cli.Context, error) {}}
 		}
 	}
 	return &cli.App{Name: name, Action: func(*cli.Context) error { return fmt.Errorf("%s: %w", name, ErrNotBuilt) }}

@@ -117,6 +117,21 @@ func TestLakeCommandsEndToEnd(t *testing.T) {
 	}
 }
 
+// TestVersionFlag: --version prints the code version the manifests record,
+// for the main binary and the stage binaries.
+func TestVersionFlag(t *testing.T) {
+	out, err := run(t, "--version")
+	if err != nil || !strings.Contains(out, lake.CodeVersion) {
+		t.Fatalf("cualake --version: %q %v", out, err)
+	}
+	app := StageApp("segment")
+	var buf bytes.Buffer
+	app.Writer = &buf
+	if err := RunArgs(context.Background(), app, []string{"segment", "--version"}); err != nil || !strings.Contains(buf.String(), lake.CodeVersion) {
+		t.Fatalf("segment --version: %q %v", buf.String(), err)
+	}
+}
+
 func TestEveryCommandHasAnExample(t *testing.T) {
 	for _, c := range App().Commands {
 		if !strings.Contains(c.Description, "Example") {
