@@ -112,8 +112,8 @@ func Load(path string) (*Plan, error) {
 		return nil, fmt.Errorf("experiment %s: %w", path, err)
 	}
 	var s Spec
-	if err := yaml.UnmarshalWithOptions(b, &s, yaml.Strict()); err != nil {
-		return nil, fmt.Errorf("experiment %s: %s", path, yaml.FormatError(err, false, true))
+	if err := loop.DecodeYAML(b, &s); err != nil {
+		return nil, fmt.Errorf("experiment %s: %w", path, err)
 	}
 	s.dir = filepath.Dir(path)
 	p, err := Resolve(s)
@@ -307,8 +307,8 @@ func Apply(base loop.Config, over map[string]any) (loop.Config, error) {
 		return base, err
 	}
 	c := loop.Default()
-	if err := yaml.UnmarshalWithOptions(b, &c, yaml.Strict()); err != nil {
-		return base, fmt.Errorf("overrides %s: %s", strings.Join(keys, ", "), yaml.FormatError(err, false, false))
+	if err := loop.DecodeYAML(b, &c); err != nil {
+		return base, fmt.Errorf("overrides %s: %w", strings.Join(keys, ", "), err)
 	}
 	if err := c.Validate(); err != nil {
 		return base, fmt.Errorf("overrides %s: %w", strings.Join(keys, ", "), err)
@@ -348,7 +348,7 @@ func checkValue(key string, v any) error {
 		return &keyError{key, err}
 	}
 	c := loop.Default()
-	if err := yaml.UnmarshalWithOptions(b, &c, yaml.Strict()); err != nil {
+	if err := loop.DecodeYAML(b, &c); err != nil {
 		return &keyError{key, fmt.Errorf("want %s, got %s", typeWord(t), valueWord(v))}
 	}
 	return nil

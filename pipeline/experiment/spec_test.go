@@ -113,6 +113,7 @@ func TestResolveRefusesBadInput(t *testing.T) {
 		{"missing base", "name: e\nbase: nope.yaml\nseeds: [1]\nvariants: [{name: a}]\n", `nope.yaml`},
 		{"no seeds", "name: e\nvariants: [{name: a}]\n", `no seeds`},
 		{"duplicate seed", "name: e\nseeds: [1, 1]\nvariants: [{name: a}]\n", `seed 1`},
+		{"fractional seed", "name: e\nseeds: [1, 2.5]\nvariants: [{name: a}]\n", `seeds[1] is 2.5, want an integer`},
 		{"no variants", "name: e\nseeds: [1]\n", `no variants`},
 		{"unknown spec key", "name: e\nseeds: [1]\nvariant: [{name: a}]\n", `variant`},
 		{"both section and key", "name: e\nseeds: [1]\nvariants: [{name: a, set: {segment: {mode: step}, segment.k: 2}}]\n", `segment.k: also set as part of segment`},
@@ -202,6 +203,8 @@ func TestResolveNamesTheKeyOfAWrongType(t *testing.T) {
 		{"string for a number", "set: {train.lr: fast}\nvariants: [{name: a}]", `set: train.lr: want a number, got "fast"`},
 		{"section for a list", `variants: [{name: a, set: {synthesize.without: {judger: 1}}}]`, `variant a: synthesize.without: want a list of strings, got {judger: 1}`},
 		{"list for a string", `variants: [{name: a, set: {segment.mode: [step]}}]`, `variant a: segment.mode: want a string, got [step]`},
+		{"fraction for an integer", `variants: [{name: a, set: {segment.k: 2.5}}]`, `variant a: segment.k: want an integer, got 2.5`},
+		{"fraction in a section", `variants: [{name: a, set: {train: {steps: 7.5}}}]`, `variant a: train.steps: want an integer, got 7.5`},
 	} {
 		p := write(t, dir, "tiny.yaml", "name: e\nseeds: [1]\n"+c.set+"\n")
 		_, err := Load(p)

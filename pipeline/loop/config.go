@@ -12,8 +12,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-
-	"github.com/goccy/go-yaml"
 )
 
 // DefaultRedraws is how many more responses a model policy draws in a turn
@@ -167,8 +165,8 @@ func Load(path string) (Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("config %s: %w", path, err)
 	}
-	if err := yaml.UnmarshalWithOptions(b, &c, yaml.Strict()); err != nil {
-		return c, fmt.Errorf("config %s: %s", path, yaml.FormatError(err, false, true))
+	if err := DecodeYAML(b, &c); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, c.Validate()
 }

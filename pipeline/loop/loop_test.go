@@ -29,6 +29,21 @@ func TestLoadStrictAndValidate(t *testing.T) {
 	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "rollout.n") || !strings.Contains(err.Error(), "lucky") {
 		t.Fatalf("invalid values must be named: %v", err)
 	}
+	// A fraction for an integer field is refused by key, not truncated;
+	// an integral number written as one (1e3, 2.0) is that integer.
+	for in, want := range map[string]string{
+		"iterations: 1.5\n":             "iterations is 1.5, want an integer",
+		"segment: {k: 5, delta: 0.5}\n": "segment.delta is 0.5, want an integer",
+	} {
+		os.WriteFile(p, []byte(in), 0o644)
+		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "config "+p+": ") {
+			t.Errorf("%q: error %v, want %q", in, err, want)
+		}
+	}
+	os.WriteFile(p, []byte("iterations: 2.0\nsynthesize: {count: 1e1}\n"), 0o644)
+	if c, err := Load(p); err != nil || c.Iterations != 2 || c.Synthesize.Count != 10 {
+		t.Fatalf("integral numbers: %d %d %v", c.Iterations, c.Synthesize.Count, err)
+	}
 }
 
 func TestPlanOrderAndKeys(t *testing.T) {
