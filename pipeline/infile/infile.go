@@ -116,12 +116,22 @@ func Read(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return ReadAll(f, path, max)
+}
+
+// ReadAll reads r whole up to max bytes (max > 0), for an input already
+// open, such as standard input; name is what errors call it. More than
+// max bytes is a Refused error (ErrTooLarge).
+func ReadAll(r io.Reader, name string, max int64) ([]byte, error) {
+	if max <= 0 {
+		return nil, fmt.Errorf("infile.ReadAll %s: limit %d, want > 0", name, max)
+	}
 	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(f, max+1)); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if _, err := buf.ReadFrom(io.LimitReader(r, max+1)); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if int64(buf.Len()) > max {
-		return nil, &Refused{fmt.Sprintf("%s has more than %d bytes, over the limit", path, max), ErrTooLarge}
+		return nil, &Refused{fmt.Sprintf("%s has more than %d bytes, over the limit", name, max), ErrTooLarge}
 	}
 	return buf.Bytes(), nil
 }

@@ -1,12 +1,18 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cualake/cualake/pipeline/infile"
 )
 
 // TestNamedInputsRefuseDevicesAndHugeFiles: files the user names are read
@@ -65,4 +71,28 @@ func TestNamedInputsRefuseDevicesAndHugeFiles(t *testing.T) {
 	if out, err := run(t, "query", "--format", "csv", "--file", sql); err != nil || !strings.Contains(out, "42") {
 		t.Errorf("query --file %s: %v %s", sql, err, out)
 	}
+	// --file - reads standard input, bounded like a file.
+	stdin := func(in io.Reader, args ...string) (string, error) {
+		app := App()
+		var out bytes.Buffer
+		app.Reader, app.Writer, app.ErrWriter = in, &out, &out
+		err := RunArgs(context.Background(), app, append([]string{"cualake"}, args...))
+		return out.String(), err
+	}
+	if out, err := stdin(strings.NewReader("select count(*) + 40 as x from tasks"), "query", "--format", "csv", "--file", "-"); err != nil || !strings.Contains(out, "43") {
+		t.Errorf("query --file -: %v %s", err, out)
+	}
+	huge := io.LimitReader(spaces{}, infile.MaxText+10)
+	if _, err := stdin(huge, "query", "--file", "-"); !errors.Is(err, infile.ErrTooLarge) || !strings.Contains(err.Error(), "standard input has more than 4194304 bytes") {
+		t.Errorf("query --file - of 4 MiB and more: %v", err)
+	}
+}
+
+type spaces struct{}
+
+func (spaces) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
 }

@@ -21,13 +21,14 @@ SQL is read-only and confined to the lake's files.
 Example:
    cualake query "select domain, count(*) from tasks group by 1"
    cualake query --at release/2026-11 --format csv --file q.sql
+   cualake query --format json --file - < q.sql
    cualake query --format parquet --out steps.parquet "select * from steps"
    cualake query --schema`,
 		Flags: []cli.Flag{lakeFlag,
 			&cli.StringFlag{Name: "at", Usage: "snapshot id, id prefix or tag (default main)"},
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, csv, json or parquet"},
 			&cli.StringFlag{Name: "out", Usage: "write the result to FILE instead of stdout"},
-			&cli.StringFlag{Name: "file", Usage: "read the SQL from FILE"},
+			&cli.StringFlag{Name: "file", Usage: "read the SQL from FILE (- for standard input)"},
 			&cli.BoolFlag{Name: "schema", Usage: "list tables and columns"},
 			jsonFlag,
 		},
@@ -54,7 +55,15 @@ func runQuery(c *cli.Context) error {
 	}
 	stmt := strings.Join(c.Args().Slice(), " ")
 	if f := c.String("file"); f != "" {
-		b, err := infile.Read(f, infile.MaxText)
+		var b []byte
+		var err error
+		if f == "-" {
+			// standard input is the user's explicit choice, so a pipe is
+			// fine here; the limit still bounds what is held
+			b, err = infile.ReadAll(c.App.Reader, "standard input", infile.MaxText)
+		} else {
+			b, err = infile.Read(f, infile.MaxText)
+		}
 		if err != nil {
 			return fmt.Errorf("--file: %w", err)
 		}
