@@ -115,12 +115,13 @@ func TestSynthesisByHand(t *testing.T) {
 		s("c3", 0, "builtin", false, false, 1, 10),
 		s("c3", 1, "builtin", false, false, 1, 10),
 		s("d1", 0, "without-judger", true, false, 2, 40),
+		s("d2", 0, "without-judger", false, false, 1, 10),
 	}
 	rows[0].JudgerVerdict = "reject"
 	rows[3].RuleValid = false
 	rows[3].CheckerReachable, rows[4].CheckerReachable = false, false
 	rows[4].Dropped = "max-rounds"
-	rows[5].Dropped = "duplicate"
+	rows[6].Dropped = "duplicate" // never validated: left out of both rates
 	m := commit(t, l, func(ctx context.Context, tx *lake.Txn) error {
 		return lake.ReplaceTable(ctx, tx, schemas.SynthesisRecords, rows)
 	})
@@ -157,17 +158,22 @@ func TestSynthesisByHand(t *testing.T) {
 	expect(t, res, audit.MetricExecutableRate, "builtin/round-1", 0.5, 1)
 	expect(t, res, audit.MetricAcceptanceRate, "builtin/round-1", 0.5, 1)
 	expect(t, res, audit.MetricCallsPerAccepted, "builtin/round-1", 5.5, 11)
-	// without-judger: one executable candidate, never accepted: no cost per accepted task.
+	// without-judger: one executable candidate, never accepted, and one
+	// duplicate (counted as a candidate, left out of the rates): no cost
+	// per accepted task.
+	expect(t, res, audit.MetricCandidates, "without-judger/all", 2, 2)
 	expect(t, res, audit.MetricExecutableRate, "without-judger/all", 1, 1)
+	expect(t, res, audit.MetricExecutableRate, "without-judger/round-0", 1, 1)
 	expect(t, res, audit.MetricAcceptanceRate, "without-judger/all", 0, 0)
 	absent(t, res, audit.MetricCallsPerAccepted, "without-judger/all")
 	absent(t, res, audit.MetricCallsPerAccepted, "without-judger/round-0")
-	// all: 4 candidates, 6 rows, 3 executable, 2 accepted, 13 calls, 410 tokens.
-	expect(t, res, audit.MetricCandidates, "all", 4, 4)
+	// all: 5 candidates (4 aside the duplicate), 7 rows (6), 3 executable,
+	// 2 accepted, 14 calls, 420 tokens.
+	expect(t, res, audit.MetricCandidates, "all", 5, 5)
 	expect(t, res, audit.MetricExecutableRate, "all", 0.5, 3)
 	expect(t, res, audit.MetricAcceptanceRate, "all", 0.5, 2)
-	expect(t, res, audit.MetricCallsPerAccepted, "all", 6.5, 13)
-	expect(t, res, audit.MetricTokensPerAccepted, "all", 205, 410)
+	expect(t, res, audit.MetricCallsPerAccepted, "all", 7, 14)
+	expect(t, res, audit.MetricTokensPerAccepted, "all", 210, 420)
 	breakdown(t, row(t, res, audit.MetricAcceptanceRate, "all"), &funnel)
 	if funnel.Dropped["duplicate"] != 1 || funnel.Dropped["max-rounds"] != 1 {
 		t.Errorf("all funnel %+v", funnel)

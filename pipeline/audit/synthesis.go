@@ -20,7 +20,8 @@ const (
 const synthesisRoundsSQL = `
 SELECT coalesce(nullif(config, ''), 'default') AS config, round,
   count(*) AS rows,
-  count(*) FILTER (WHERE executable) AS executable,
+  count(*) FILTER (WHERE dropped <> 'duplicate') AS judged,
+  count(*) FILTER (WHERE executable AND dropped <> 'duplicate') AS executable,
   count(*) FILTER (WHERE accepted) AS accepted,
   coalesce(sum(calls), 0) AS calls, coalesce(sum(tokens), 0) AS tokens
 FROM synthesis GROUP BY 1, 2 ORDER BY 1, 2`
@@ -30,8 +31,10 @@ WITH s AS (SELECT coalesce(nullif(config, ''), 'default') AS cfg, * FROM synthes
 SELECT cfg AS config, grouping(cfg) AS total,
   count(*) AS rows,
   count(DISTINCT candidate_id) AS candidates,
+  count(*) FILTER (WHERE dropped <> 'duplicate') AS judged,
+  count(DISTINCT candidate_id) FILTER (WHERE dropped <> 'duplicate') AS judged_candidates,
   count(DISTINCT candidate_id) FILTER (WHERE accepted) AS accepted,
-  count(*) FILTER (WHERE executable) AS executable,
+  count(*) FILTER (WHERE executable AND dropped <> 'duplicate') AS executable,
   coalesce(sum(calls), 0) AS calls, coalesce(sum(tokens), 0) AS tokens,
   count(*) FILTER (WHERE NOT rule_valid) AS rule_invalid,
   count(*) FILTER (WHERE judger_verdict = 'reject') AS judger_reject,
@@ -47,7 +50,10 @@ FROM synthesis WHERE dropped <> '' GROUP BY 1, 2 ORDER BY 1, 2`
 // (synthesis.config) and round: the executable rate (share of
 // candidate-rounds whose judge ran and behaved in the dry run), the
 // acceptance rate (accepted candidates over candidates; per round, accepted
-// rows over that round's rows) and the cost per accepted task (all calls
+// rows over that round's rows). Both leave out candidates dropped as
+// duplicates before the loop, as the stage's own summary does: their one
+// row was never validated, so it is neither executable nor not, and the
+// funnel counts them under dropped and the cost per accepted task (all calls
 // and tokens spent, accepted or not, over accepted candidates; per round,
 // cumulative up to that round: the cost if the loop had stopped there).
 // The breakdown of each configuration's acceptance rate is the rejection
@@ -70,7 +76,7 @@ func Synthesis(ctx context.Context, in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	params := map[string]any{"executable_rate": "executable rows / rows", "acceptance_rate": "accepted candidates / candidates",
+	params := map[string]any{"executable_rate": "executable rows / rows, duplicates aside", "acceptance_rate": "accepted candidates / candidates, duplicates aside",
 		"cost_per_accepted": "all calls (tokens) / accepted candidates; per round cumulative"}
 	b := newBuilder(KindSynthesis, params)
 
@@ -95,14 +101,14 @@ func Synthesis(ctx context.Context, in Input) (*Result, error) {
 		cand, acc, rows := r.int("candidates"), r.int("accepted"), r.int("rows")
 		b.add(MetricCandidates, g, float64(cand), cand, nil)
 		b.add(MetricRows, g, float64(rows), rows, nil)
-		b.rate(MetricExecutableRate, g, r.int("executable"), rows, nil)
+		b.rate(MetricExecutableRate, g, r.int("executable"), r.int("judged"), nil)
 		funnel := map[string]any{"rule_invalid": r.int("rule_invalid"), "judger_reject": r.int("judger_reject"),
 			"checker_unreachable": r.int("checker_unreachable"), "checker_judge_wrong": r.int("checker_judge_wrong"),
 			"dropped": drops[key]}
 		if funnel["dropped"] == nil {
 			funnel["dropped"] = map[string]int64{}
 		}
-		b.rate(MetricAcceptanceRate, g, acc, cand, funnel)
+		b.rate(MetricAcceptanceRate, g, acc, r.int("judged_candidates"), funnel)
 		if acc > 0 {
 			b.add(MetricCallsPerAccepted, g, r.float("calls")/float64(acc), r.int("calls"), nil)
 			b.add(MetricTokensPerAccepted, g, r.float("tokens")/float64(acc), r.int("tokens"), nil)
@@ -123,8 +129,8 @@ func Synthesis(ctx context.Context, in Input) (*Result, error) {
 		cumTokens += r.int("tokens")
 		cumAcc += acc
 		b.add(MetricRows, g, float64(rows), rows, dims)
-		b.rate(MetricExecutableRate, g, r.int("executable"), rows, dims)
-		b.rate(MetricAcceptanceRate, g, acc, rows, dims)
+		b.rate(MetricExecutableRate, g, r.int("executable"), r.int("judged"), dims)
+		b.rate(MetricAcceptanceRate, g, acc, r.int("judged"), dims)
 		if cumAcc > 0 {
 			b.add(MetricCallsPerAccepted, g, float64(cumCalls)/float64(cumAcc), cumCalls, dims)
 			b.add(MetricTokensPerAccepted, g, float64(cumTokens)/float64(cumAcc), cumTokens, dims)

@@ -30,7 +30,8 @@ g AS (SELECT iteration, group_id, count(*) AS n, min(reward) AS lo, max(reward) 
 zv AS (SELECT iteration, avg(CASE WHEN lo = hi THEN 1.0 ELSE 0.0 END) AS zero_variance_share FROM g WHERE n >= 2 GROUP BY iteration),
 tm AS (SELECT greatest(c.iteration, 0) AS iteration, CAST(sum(m.items) AS BIGINT) AS items, CAST(sum(m.tokens) AS BIGINT) AS tokens
        FROM train_metrics m JOIN checkpoints c ON c.version = m.version GROUP BY 1),
-sy AS (SELECT 0 AS iteration, avg(CASE WHEN executable THEN 1.0 ELSE 0.0 END) AS executable_rate FROM synthesis HAVING count(*) > 0),
+sy AS (SELECT 0 AS iteration, avg(CASE WHEN executable THEN 1.0 ELSE 0.0 END) AS executable_rate
+       FROM synthesis WHERE dropped <> 'duplicate' HAVING count(*) > 0),
 tg AS (SELECT c.iteration, CAST(count(*) FILTER (WHERE g.kept AND g.channel = 'adapr') AS BIGINT) AS replayed_groups,
               avg(g.lag) FILTER (WHERE g.kept) AS policy_lag
        FROM train_groups g JOIN checkpoints c ON c.version = g.version GROUP BY 1)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -82,6 +83,18 @@ func TestSynthesizeBuiltinCommitsAndRollsOut(t *testing.T) {
 		from synthesis`)
 	if err != nil || !strings.HasSuffix(out, itoa(res.Summary.Rows)+","+itoa(len(res.Accepted))+",true,0\n") {
 		t.Fatalf("synthesis: %q %v", out, err)
+	}
+	// The synthesis audit and the stage count the rates alike: a candidate
+	// dropped as a duplicate (never validated) is in neither.
+	if out, err := run(t, "audit", "synthesis"); err != nil {
+		t.Fatalf("audit synthesis: %v\n%s", err, out)
+	}
+	out, err = run(t, "query", "--format", "csv", `select (select count(*) from synthesis where dropped = 'duplicate') > 0,
+		max(value) filter (where metric = 'executable_rate'), max(value) filter (where metric = 'acceptance_rate')
+		from audits where kind = 'synthesis' and "group" = 'all'`)
+	want := fmt.Sprintf("true,%v,%v\n", res.Summary.ExecutableRate, res.Summary.AcceptanceRate)
+	if err != nil || !strings.HasSuffix(out, want) {
+		t.Fatalf("audit against the stage's summary: %q %v, want a duplicate and %q", out, err, want)
 	}
 	rolloutOracle(t, res.Accepted)
 
