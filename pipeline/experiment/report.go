@@ -26,22 +26,20 @@ var curves = []curve{
 	{"rollout_seconds", "Rollout seconds per iteration", "seconds", 1},
 }
 
-// Notebook returns the report of experiment name as a notebook over the
-// experiments table: a summary, the final numbers per variant (mean +- sd
-// over the seeds), and a curve per metric with the spread over seeds.
-// Variants are ordered as order lists them (nil: by name); doc heads it.
-func Notebook(name, doc string, order []string) (string, error) {
+// scope returns the WHERE condition selecting experiment name's rows and
+// the SQL expression ranking its variants as order lists them (nil: by
+// name). Names are checked safe, so they go into SQL literals as is.
+func scope(name string, order []string) (where, rank string, err error) {
 	if err := checkName("experiment", name); err != nil {
-		return "", err
+		return "", "", err
 	}
 	for _, v := range order {
 		if err := checkName("variant", v); err != nil {
-			return "", err
+			return "", "", err
 		}
 	}
-	// Names are checked safe, so they go into SQL string literals as is.
-	where := fmt.Sprintf("experiment = '%s'", name)
-	rank := "variant"
+	where = fmt.Sprintf("experiment = '%s'", name)
+	rank = "variant"
 	if len(order) > 0 {
 		var b strings.Builder
 		b.WriteString("CASE variant")
@@ -50,6 +48,56 @@ func Notebook(name, doc string, order []string) (string, error) {
 		}
 		fmt.Fprintf(&b, " ELSE %d END", len(order))
 		rank = b.String()
+	}
+	return where, rank, nil
+}
+
+// FinalSQL is the query of an experiment's final numbers, one row per
+// variant, numbered by position in order: at each branch's last iteration, the mean and sample
+// sd over seeds of held-out and training success, mean reward, train and
+// rollout seconds summed over the RL iterations (the prefix excluded),
+// tokens, train_time_ratio (a variant's mean train seconds over the first
+// variant's) and the prefix's executable rate. The report formats it;
+// `experiment report --json` prints it.
+func FinalSQL(name string, order []string) (string, error) {
+	where, rank, err := scope(name, order)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("WITH last AS (SELECT variant, seed, max(iteration) AS it FROM experiments WHERE %[1]s GROUP BY ALL),\n"+
+		"fin AS (SELECT e.* FROM experiments e JOIN last l ON e.variant = l.variant AND e.seed = l.seed AND e.iteration = l.it WHERE e.%[1]s),\n"+
+		"tot AS (SELECT variant, seed, sum(train_seconds) AS train_s, sum(rollout_seconds) AS rollout_s, sum(tokens) AS tokens\n"+
+		"        FROM experiments WHERE %[1]s AND iteration >= 1 GROUP BY ALL),\n"+
+		"pre AS (SELECT variant, seed, executable_rate FROM experiments WHERE %[1]s AND iteration = 0),\n"+
+		"per AS (SELECT f.variant, f.seed, f.heldout_success, f.train_success, f.mean_reward, t.train_s, t.rollout_s, t.tokens, p.executable_rate\n"+
+		"        FROM fin f LEFT JOIN tot t ON t.variant = f.variant AND t.seed = f.seed LEFT JOIN pre p ON p.variant = f.variant AND p.seed = f.seed),\n"+
+		"agg AS (SELECT variant, %[2]s AS rank, count(*) AS seeds,\n"+
+		"        avg(heldout_success) AS heldout_success, coalesce(stddev_samp(heldout_success), 0) AS heldout_success_sd,\n"+
+		"        avg(train_success) AS train_success, coalesce(stddev_samp(train_success), 0) AS train_success_sd,\n"+
+		"        avg(mean_reward) AS mean_reward, coalesce(stddev_samp(mean_reward), 0) AS mean_reward_sd,\n"+
+		"        avg(train_s) AS train_seconds, coalesce(stddev_samp(train_s), 0) AS train_seconds_sd,\n"+
+		"        avg(rollout_s) AS rollout_seconds, coalesce(stddev_samp(rollout_s), 0) AS rollout_seconds_sd, avg(tokens) AS tokens,\n"+
+		"        avg(executable_rate) AS executable_rate, CASE WHEN count(executable_rate) > 0 THEN coalesce(stddev_samp(executable_rate), 0) END AS executable_rate_sd\n"+
+		"        FROM per GROUP BY variant)\n"+
+		"SELECT row_number() OVER (ORDER BY rank, variant) AS position, variant, seeds, heldout_success, heldout_success_sd, train_success, train_success_sd, mean_reward, mean_reward_sd,\n"+
+		"       train_seconds, train_seconds_sd, rollout_seconds, rollout_seconds_sd, CAST(round(tokens) AS BIGINT) AS tokens,\n"+
+		"       round(train_seconds / nullif(first_value(train_seconds) OVER (ORDER BY rank, variant), 0), 2) AS train_time_ratio,\n"+
+		"       executable_rate, executable_rate_sd\n"+
+		"FROM agg ORDER BY rank, variant", where, rank), nil
+}
+
+// Notebook returns the report of experiment name as a notebook over the
+// experiments table: a summary, the final numbers per variant (mean +- sd
+// over the seeds), and a curve per metric with the spread over seeds.
+// Variants are ordered as order lists them (nil: by name); doc heads it.
+func Notebook(name, doc string, order []string) (string, error) {
+	where, rank, err := scope(name, order)
+	if err != nil {
+		return "", err
+	}
+	final, err := FinalSQL(name, order)
+	if err != nil {
+		return "", err
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Experiment %s\n\n", name)
@@ -65,30 +113,18 @@ func Notebook(name, doc string, order []string) (string, error) {
 		"       max(iteration) AS iterations, count(DISTINCT branch) AS branches\nFROM experiments WHERE %s\n```\n\n", where)
 	b.WriteString("## Final numbers\n\nAt each branch's last iteration; train and rollout seconds are summed over the RL iterations " +
 		"(the prefix excluded); `train_time_ratio` divides a variant's mean train seconds by the first variant's; " +
-		"`executable_rate` is the prefix's synthesis (executable candidate-rounds over candidate-rounds).\n\n")
+		"`executable_rate` is the prefix's synthesis (executable candidate-rounds over candidate-rounds, duplicates aside). " +
+		"The numbers unformatted: `cualake experiment report " + name + " --json`.\n\n")
 	fmt.Fprintf(&b, "```sql\n-- title: Final numbers per variant (mean ± sd over seeds)\n"+
-		"WITH last AS (SELECT variant, seed, max(iteration) AS it FROM experiments WHERE %[1]s GROUP BY ALL),\n"+
-		"fin AS (SELECT e.* FROM experiments e JOIN last l ON e.variant = l.variant AND e.seed = l.seed AND e.iteration = l.it WHERE e.%[1]s),\n"+
-		"tot AS (SELECT variant, seed, sum(train_seconds) AS train_s, sum(rollout_seconds) AS rollout_s, sum(tokens) AS tokens\n"+
-		"        FROM experiments WHERE %[1]s AND iteration >= 1 GROUP BY ALL),\n"+
-		"pre AS (SELECT variant, seed, executable_rate FROM experiments WHERE %[1]s AND iteration = 0),\n"+
-		"per AS (SELECT f.variant, f.seed, f.heldout_success, f.train_success, f.mean_reward, t.train_s, t.rollout_s, t.tokens, p.executable_rate\n"+
-		"        FROM fin f LEFT JOIN tot t ON t.variant = f.variant AND t.seed = f.seed LEFT JOIN pre p ON p.variant = f.variant AND p.seed = f.seed),\n"+
-		"agg AS (SELECT variant, %[2]s AS rank, count(*) AS seeds,\n"+
-		"        avg(heldout_success) AS h, coalesce(stddev_samp(heldout_success), 0) AS h_sd,\n"+
-		"        avg(train_success) AS s, coalesce(stddev_samp(train_success), 0) AS s_sd,\n"+
-		"        avg(mean_reward) AS r, coalesce(stddev_samp(mean_reward), 0) AS r_sd,\n"+
-		"        avg(train_s) AS ts, coalesce(stddev_samp(train_s), 0) AS ts_sd,\n"+
-		"        avg(rollout_s) AS rs, coalesce(stddev_samp(rollout_s), 0) AS rs_sd, avg(tokens) AS tok,\n"+
-		"        avg(executable_rate) AS x, coalesce(stddev_samp(executable_rate), 0) AS x_sd\n"+
-		"        FROM per GROUP BY variant)\n"+
+		"WITH final AS (\n%s)\n"+
 		"SELECT variant, seeds,\n"+
-		"       printf('%%.3f ± %%.3f', h, h_sd) AS heldout_success, printf('%%.3f ± %%.3f', s, s_sd) AS train_success,\n"+
-		"       printf('%%.3f ± %%.3f', r, r_sd) AS mean_reward, printf('%%.0f ± %%.0f', ts, ts_sd) AS train_seconds,\n"+
-		"       printf('%%.0f ± %%.0f', rs, rs_sd) AS rollout_seconds, CAST(round(tok) AS BIGINT) AS tokens,\n"+
-		"       round(ts / nullif(first_value(ts) OVER (ORDER BY rank, variant), 0), 2) AS train_time_ratio,\n"+
-		"       CASE WHEN x IS NULL THEN NULL ELSE printf('%%.3f ± %%.3f', x, x_sd) END AS executable_rate\n"+
-		"FROM agg ORDER BY rank, variant\n```\n\n", where, rank)
+		"       printf('%%.3f ± %%.3f', heldout_success, heldout_success_sd) AS heldout_success,\n"+
+		"       printf('%%.3f ± %%.3f', train_success, train_success_sd) AS train_success,\n"+
+		"       printf('%%.3f ± %%.3f', mean_reward, mean_reward_sd) AS mean_reward,\n"+
+		"       printf('%%.0f ± %%.0f', train_seconds, train_seconds_sd) AS train_seconds,\n"+
+		"       printf('%%.0f ± %%.0f', rollout_seconds, rollout_seconds_sd) AS rollout_seconds, tokens, train_time_ratio,\n"+
+		"       CASE WHEN executable_rate IS NULL THEN NULL ELSE printf('%%.3f ± %%.3f', executable_rate, executable_rate_sd) END AS executable_rate\n"+
+		"FROM final ORDER BY position\n```\n\n", final)
 	b.WriteString("## Curves\n\nOne line per variant for the mean over seeds, and two for mean ± sd.\n\n")
 	for _, c := range curves {
 		fmt.Fprintf(&b, "```sql\n-- title: %s\n-- chart: line x=iteration y=mean,minus_sd,plus_sd series=variant ylabel=\"%s\" yscale=linear\n"+
@@ -101,6 +137,33 @@ func Notebook(name, doc string, order []string) (string, error) {
 	b.WriteString("## Rows\n\nEvery row of the experiment, as stored.\n\n")
 	fmt.Fprintf(&b, "```sql\n-- title: The experiment's rows\n-- rows: 200\nSELECT * FROM experiments WHERE %s ORDER BY %s, variant, seed, iteration\n```\n", where, rank)
 	return b.String(), nil
+}
+
+// Final runs FinalSQL on the experiments table of snapshot m: one map per
+// variant, column name to value (NULL as nil), in order.
+func Final(ctx context.Context, l *lake.Lake, m *lake.Manifest, name string, order []string) ([]map[string]any, error) {
+	sql, err := FinalSQL(name, order)
+	if err != nil {
+		return nil, err
+	}
+	e, err := query.Open(ctx, l, m)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	res, err := e.Query(ctx, sql)
+	if err != nil {
+		return nil, fmt.Errorf("experiment %s: final numbers: %w", name, err)
+	}
+	out := make([]map[string]any, 0, len(res.Rows))
+	for _, r := range res.Rows {
+		row := make(map[string]any, len(res.Columns))
+		for i, c := range res.Columns {
+			row[c] = r[i]
+		}
+		out = append(out, row)
+	}
+	return out, nil
 }
 
 // Report writes the HTML report of experiment name from the experiments

@@ -66,8 +66,9 @@ beside it (run it with cualake query --at the snapshot the report names).
 
 Example:
    cualake experiment report vcs --out out/vcs.html
-   cualake experiment report examples/experiments/vcs.yaml`,
-			Flags: []cli.Flag{lakeFlag,
+   cualake experiment report examples/experiments/vcs.yaml
+   cualake experiment report vcs --json   # also prints the final numbers (mean and sd per variant)`,
+			Flags: []cli.Flag{lakeFlag, jsonFlag,
 				&cli.StringFlag{Name: "out", Usage: "HTML file (default out/experiment-<name>.html)"},
 			},
 			Action: experimentReport,
@@ -262,6 +263,17 @@ func experimentReport(c *cli.Context) error {
 	}
 	if err := writeExperimentReport(c, l, name, doc, order, out); err != nil {
 		return err
+	}
+	if c.Bool("json") {
+		m, err := l.At(c.Context, "")
+		if err != nil {
+			return err
+		}
+		final, err := experiment.Final(c.Context, l, m, name, order)
+		if err != nil {
+			return err
+		}
+		return printJSON(c.App.Writer, map[string]any{"experiment": name, "report": out, "snapshot": m.ID, "branch": l.Branch(), "final": final})
 	}
 	fmt.Fprintf(c.App.Writer, "report: %s\n", out)
 	return nil

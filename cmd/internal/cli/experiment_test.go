@@ -301,6 +301,30 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 		t.Fatalf("report in Chromium: %d charts, %d points, %d bad", charts, points, bad)
 	}
 
+	// --json: the final numbers unformatted, in the file's order; with one
+	// seed the mean is the branch's last row and the sd 0.
+	out, err = run(t, "experiment", "report", exp, "--lake", lk, "--out", html, "--json")
+	var rep struct {
+		Experiment, Report, Snapshot string
+		Final                        []map[string]any
+	}
+	if err != nil || json.Unmarshal([]byte(out), &rep) != nil {
+		t.Fatalf("report --json: %v\n%s", err, out)
+	}
+	if rep.Experiment != "tiny" || rep.Report != html || len(rep.Snapshot) != 64 || len(rep.Final) != 2 {
+		t.Fatalf("report --json: %s", out)
+	}
+	for i, want := range []struct {
+		variant string
+		row     []any
+	}{{"grpo", q.Rows[1]}, {"stepo", q.Rows[3]}} {
+		f := rep.Final[i]
+		if f["variant"] != want.variant || f["position"] != float64(i+1) || f["seeds"] != float64(1) ||
+			f["heldout_success"] != want.row[2] || f["heldout_success_sd"] != float64(0) || f["train_success"] != want.row[3] {
+			t.Errorf("final row %d: %v, want %s with the branch's last row %v", i, f, want.variant, want.row)
+		}
+	}
+
 	out, err = run(t, "experiment", "list", "--lake", lk, "--json")
 	if err != nil || !strings.Contains(out, `"experiment": "tiny"`) || !strings.Contains(out, `"rows": 4`) || !strings.Contains(out, `"grpo",`) {
 		t.Fatalf("list: %v\n%s", err, out)
