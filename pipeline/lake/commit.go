@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cualake/cualake/schemas"
@@ -149,7 +150,11 @@ const maxRebases = 16
 // between that read and the swap. A branch deleted meanwhile fails with
 // ErrNotExist. A parentless commit (only main has them) is refused with
 // ErrDanglingHistory where main is missing but the lake holds a history,
-// unless the transaction was begun with NewHistory.
+// unless the transaction was begun with NewHistory. A data file the new
+// snapshot would reference that is missing or not the size its manifest
+// records fails the commit with ErrCorrupt naming the file, so a stage
+// does not carry a damaged table forward unnoticed (`lake verify` checks
+// the contents too).
 func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 	params := json.RawMessage("{}")
 	if info.Params != nil {
@@ -165,6 +170,7 @@ func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 	}
 	key := headsDir + t.branch
 	parent, base := t.parent, t.base
+	checked := map[string]bool{} // files whose size checkSizes found right
 	for attempt := 0; ; attempt++ {
 		m := t.build(parent, base, info, params, inputs)
 		id, err := m.ContentHash()
@@ -213,6 +219,9 @@ func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 			}
 			parent, base = head, headM
 			continue
+		}
+		if err := t.lake.checkSizes(ctx, m, checked); err != nil {
+			return nil, fmt.Errorf("commit %s: %w", info.Stage, err)
 		}
 		m.CommittedAt = t.lake.Now().UTC().Format(time.RFC3339)
 		m.StartedAt = t.started.UTC().Format(time.RFC3339)
@@ -364,4 +373,53 @@ func sameTables(a, b *Manifest) bool {
 		}
 	}
 	return true
+}
+
+// checkSizes checks that every data file m references exists with the size
+// its manifest records, skipping those in checked and adding the ones it
+// passes. Sizes are read by a few workers at once, for object stores.
+func (l *Lake) checkSizes(ctx context.Context, m *Manifest, checked map[string]bool) error {
+	var todo []File
+	var tables []string
+	for _, name := range m.TableNames() {
+		for _, f := range m.Tables[name].Files {
+			if !checked[f.Path] {
+				todo = append(todo, f)
+				tables = append(tables, name)
+			}
+		}
+	}
+	errs := make([]error, len(todo))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(8, len(todo)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f := todo[i]
+				n, err := l.store.Size(ctx, f.Path)
+				switch {
+				case errors.Is(err, ErrNotExist):
+					errs[i] = fmt.Errorf("%w: table %s: file %s is missing; run `cualake lake verify`", ErrCorrupt, tables[i], f.Path)
+				case err != nil:
+					errs[i] = fmt.Errorf("table %s: file %s: %w", tables[i], f.Path, err)
+				case n != f.Bytes:
+					errs[i] = fmt.Errorf("%w: table %s: file %s is %d bytes, its manifest says %d; run `cualake lake verify`", ErrCorrupt, tables[i], f.Path, n, f.Bytes)
+				}
+			}
+		}()
+	}
+	for i := range todo {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return err
+		}
+		checked[todo[i].Path] = true
+	}
+	return nil
 }

@@ -37,6 +37,48 @@ func fixtureTasks(n int) []schemas.Task {
 	return out
 }
 
+// TestCommitRefusesADamagedCarriedTable: a commit that carries forward a
+// table whose file is truncated or missing (a stage that does not read it)
+// fails naming the file, and the branch stays where it was.
+func TestCommitRefusesADamagedCarriedTable(t *testing.T) {
+	ctx := context.Background()
+	l, dir := newLake(t)
+	m := commitTasks(t, l, fixtureTasks(4), "tasks")
+	fpath := filepath.Join(dir, filepath.FromSlash(m.Tables["tasks"].Files[0].Path))
+	data, _ := os.ReadFile(fpath)
+	commitBlob := func() error {
+		tx, err := l.Begin(ctx, "")
+		if err != nil {
+			return err
+		}
+		if err := AppendTable(ctx, tx, schemas.Blobs, []schemas.Blob{blobRow("b")}); err != nil {
+			return err
+		}
+		_, err = tx.Commit(ctx, CommitInfo{Stage: "blobs"})
+		return err
+	}
+	for _, c := range []struct {
+		damage func()
+		want   string
+	}{
+		{func() { os.WriteFile(fpath, data[:len(data)/2], 0o644) }, fmt.Sprintf("is %d bytes, its manifest says %d", len(data)/2, len(data))},
+		{func() { os.Remove(fpath) }, "is missing"},
+	} {
+		c.damage()
+		err := commitBlob()
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "table tasks: file "+m.Tables["tasks"].Files[0].Path) || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("commit over a damaged table: %v, want %q", err, c.want)
+		}
+		if head, _ := l.At(ctx, ""); head.ID != m.ID {
+			t.Fatalf("a refused commit moved main to %s", head.ID)
+		}
+	}
+	os.WriteFile(fpath, data, 0o644)
+	if err := commitBlob(); err != nil {
+		t.Fatalf("after repair: %v", err)
+	}
+}
+
 func commitTasks(t *testing.T, l *Lake, rows []schemas.Task, stage string) *Manifest {
 	t.Helper()
 	ctx := context.Background()
