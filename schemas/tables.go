@@ -80,6 +80,17 @@ type Synthesis struct {
 	Calls               int32  `parquet:"calls"`
 }
 
+// SynthesisNotValidated begins the rule_reason of a synthesis row that no
+// role validated: a candidate dropped as a duplicate before the loop. Such
+// a row is neither executable nor not, so rates leave it out.
+const SynthesisNotValidated = "not validated: "
+
+// SynthesisValidatedSQL is the SQL condition on the synthesis table that
+// keeps the rows some role validated (every row but those above); the
+// synthesis audit and the experiments table count rates over these rows,
+// as the synthesize stage's summary does.
+const SynthesisValidatedSQL = "NOT starts_with(rule_reason, '" + SynthesisNotValidated + "')"
+
 // SynthesisRecords holds every candidate and round of the synthesize stage.
 var SynthesisRecords = register(&Table[Synthesis]{
 	Name: "synthesis", Version: 1, Key: []string{"candidate_id", "round"},

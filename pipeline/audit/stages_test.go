@@ -114,14 +114,22 @@ func TestSynthesisByHand(t *testing.T) {
 		s("c2", 0, "builtin", true, true, 4, 200),
 		s("c3", 0, "builtin", false, false, 1, 10),
 		s("c3", 1, "builtin", false, false, 1, 10),
-		s("d1", 0, "without-judger", true, false, 2, 40),
+		s("d1", 0, "without-judger", false, false, 2, 40),
 		s("d2", 0, "without-judger", false, false, 1, 10),
+		s("d3", 0, "without-judger", true, false, 1, 10),
+		s("e1", 0, "only-dups", false, false, 1, 10),
 	}
 	rows[0].JudgerVerdict = "reject"
 	rows[3].RuleValid = false
 	rows[3].CheckerReachable, rows[4].CheckerReachable = false, false
 	rows[4].Dropped = "max-rounds"
-	rows[6].Dropped = "duplicate" // never validated: left out of both rates
+	// d2 and e1 duplicate a task before the loop: never validated, left
+	// out of both rates. d3 was validated (executable) and found to
+	// duplicate an accepted task only at acceptance: it counts.
+	for _, i := range []int{6, 8} {
+		rows[i].Dropped, rows[i].RuleValid, rows[i].RuleReason = "duplicate", false, schemas.SynthesisNotValidated+"duplicate of c1"
+	}
+	rows[7].Dropped = "duplicate"
 	m := commit(t, l, func(ctx context.Context, tx *lake.Txn) error {
 		return lake.ReplaceTable(ctx, tx, schemas.SynthesisRecords, rows)
 	})
@@ -158,24 +166,31 @@ func TestSynthesisByHand(t *testing.T) {
 	expect(t, res, audit.MetricExecutableRate, "builtin/round-1", 0.5, 1)
 	expect(t, res, audit.MetricAcceptanceRate, "builtin/round-1", 0.5, 1)
 	expect(t, res, audit.MetricCallsPerAccepted, "builtin/round-1", 5.5, 11)
-	// without-judger: one executable candidate, never accepted, and one
-	// duplicate (counted as a candidate, left out of the rates): no cost
-	// per accepted task.
-	expect(t, res, audit.MetricCandidates, "without-judger/all", 2, 2)
-	expect(t, res, audit.MetricExecutableRate, "without-judger/all", 1, 1)
-	expect(t, res, audit.MetricExecutableRate, "without-judger/round-0", 1, 1)
+	// without-judger: d1 not executable, d3 executable (and dropped at
+	// acceptance), d2 a duplicate before the loop (a candidate, but in
+	// neither rate); nothing accepted: no cost per accepted task.
+	expect(t, res, audit.MetricCandidates, "without-judger/all", 3, 3)
+	expect(t, res, audit.MetricExecutableRate, "without-judger/all", 0.5, 1)
+	expect(t, res, audit.MetricExecutableRate, "without-judger/round-0", 0.5, 1)
 	expect(t, res, audit.MetricAcceptanceRate, "without-judger/all", 0, 0)
 	absent(t, res, audit.MetricCallsPerAccepted, "without-judger/all")
 	absent(t, res, audit.MetricCallsPerAccepted, "without-judger/round-0")
-	// all: 5 candidates (4 aside the duplicate), 7 rows (6), 3 executable,
-	// 2 accepted, 14 calls, 420 tokens.
-	expect(t, res, audit.MetricCandidates, "all", 5, 5)
-	expect(t, res, audit.MetricExecutableRate, "all", 0.5, 3)
-	expect(t, res, audit.MetricAcceptanceRate, "all", 0.5, 2)
-	expect(t, res, audit.MetricCallsPerAccepted, "all", 7, 14)
-	expect(t, res, audit.MetricTokensPerAccepted, "all", 210, 420)
+	// only-dups: no validated row, so no executable rate; the acceptance
+	// rate is 0 over its one candidate and keeps the funnel.
+	absent(t, res, audit.MetricExecutableRate, "only-dups/all")
+	breakdown(t, expect(t, res, audit.MetricAcceptanceRate, "only-dups/all", 0, 0), &funnel)
+	if funnel.Dropped["duplicate"] != 1 {
+		t.Errorf("only-dups funnel %+v", funnel)
+	}
+	// all: 7 candidates (5 validated), 9 rows (7 validated), 3 executable,
+	// 2 accepted, 16 calls, 440 tokens.
+	expect(t, res, audit.MetricCandidates, "all", 7, 7)
+	expect(t, res, audit.MetricExecutableRate, "all", 3.0/7, 3)
+	expect(t, res, audit.MetricAcceptanceRate, "all", 0.4, 2)
+	expect(t, res, audit.MetricCallsPerAccepted, "all", 8, 16)
+	expect(t, res, audit.MetricTokensPerAccepted, "all", 220, 440)
 	breakdown(t, row(t, res, audit.MetricAcceptanceRate, "all"), &funnel)
-	if funnel.Dropped["duplicate"] != 1 || funnel.Dropped["max-rounds"] != 1 {
+	if funnel.Dropped["duplicate"] != 3 || funnel.Dropped["max-rounds"] != 1 {
 		t.Errorf("all funnel %+v", funnel)
 	}
 }

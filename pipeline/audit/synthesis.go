@@ -17,24 +17,24 @@ const (
 	MetricTokensPerAccepted = "tokens_per_accepted"
 )
 
-const synthesisRoundsSQL = `
+var synthesisRoundsSQL = `
 SELECT coalesce(nullif(config, ''), 'default') AS config, round,
   count(*) AS rows,
-  count(*) FILTER (WHERE dropped <> 'duplicate') AS judged,
-  count(*) FILTER (WHERE executable AND dropped <> 'duplicate') AS executable,
+  count(*) FILTER (WHERE ` + schemas.SynthesisValidatedSQL + `) AS judged,
+  count(*) FILTER (WHERE executable AND ` + schemas.SynthesisValidatedSQL + `) AS executable,
   count(*) FILTER (WHERE accepted) AS accepted,
   coalesce(sum(calls), 0) AS calls, coalesce(sum(tokens), 0) AS tokens
 FROM synthesis GROUP BY 1, 2 ORDER BY 1, 2`
 
-const synthesisConfigSQL = `
+var synthesisConfigSQL = `
 WITH s AS (SELECT coalesce(nullif(config, ''), 'default') AS cfg, * FROM synthesis)
 SELECT cfg AS config, grouping(cfg) AS total,
   count(*) AS rows,
   count(DISTINCT candidate_id) AS candidates,
-  count(*) FILTER (WHERE dropped <> 'duplicate') AS judged,
-  count(DISTINCT candidate_id) FILTER (WHERE dropped <> 'duplicate') AS judged_candidates,
+  count(*) FILTER (WHERE ` + schemas.SynthesisValidatedSQL + `) AS judged,
+  count(DISTINCT candidate_id) FILTER (WHERE ` + schemas.SynthesisValidatedSQL + `) AS judged_candidates,
   count(DISTINCT candidate_id) FILTER (WHERE accepted) AS accepted,
-  count(*) FILTER (WHERE executable AND dropped <> 'duplicate') AS executable,
+  count(*) FILTER (WHERE executable AND ` + schemas.SynthesisValidatedSQL + `) AS executable,
   coalesce(sum(calls), 0) AS calls, coalesce(sum(tokens), 0) AS tokens,
   count(*) FILTER (WHERE NOT rule_valid) AS rule_invalid,
   count(*) FILTER (WHERE judger_verdict = 'reject') AS judger_reject,
@@ -50,14 +50,17 @@ FROM synthesis WHERE dropped <> '' GROUP BY 1, 2 ORDER BY 1, 2`
 // (synthesis.config) and round: the executable rate (share of
 // candidate-rounds whose judge ran and behaved in the dry run), the
 // acceptance rate (accepted candidates over candidates; per round, accepted
-// rows over that round's rows). Both leave out candidates dropped as
-// duplicates before the loop, as the stage's own summary does: their one
-// row was never validated, so it is neither executable nor not, and the
-// funnel counts them under dropped and the cost per accepted task (all calls
+// rows over that round's rows) and the cost per accepted task (all calls
 // and tokens spent, accepted or not, over accepted candidates; per round,
 // cumulative up to that round: the cost if the loop had stopped there).
 // The breakdown of each configuration's acceptance rate is the rejection
 // funnel: rule-invalid, judger rejections, checker failures, drop reasons.
+//
+// Both rates leave out the rows no role validated (candidates dropped as
+// duplicates before the loop; schemas.SynthesisValidatedSQL), as the
+// stage's own summary does: such a row is neither executable nor not. The
+// funnel still counts them under dropped. A candidate found to duplicate
+// an accepted task only after validation counts like any other.
 func Synthesis(ctx context.Context, in Input) (*Result, error) {
 	s, err := openSession(ctx, in, KindSynthesis)
 	if err != nil {
@@ -108,7 +111,11 @@ func Synthesis(ctx context.Context, in Input) (*Result, error) {
 		if funnel["dropped"] == nil {
 			funnel["dropped"] = map[string]int64{}
 		}
-		b.rate(MetricAcceptanceRate, g, acc, r.int("judged_candidates"), funnel)
+		den := r.int("judged_candidates")
+		if den == 0 {
+			den = cand // every candidate a duplicate: 0 accepted, and the funnel still says why
+		}
+		b.rate(MetricAcceptanceRate, g, acc, den, funnel)
 		if acc > 0 {
 			b.add(MetricCallsPerAccepted, g, r.float("calls")/float64(acc), r.int("calls"), nil)
 			b.add(MetricTokensPerAccepted, g, r.float("tokens")/float64(acc), r.int("tokens"), nil)

@@ -20,7 +20,7 @@ import (
 // a row of the experiments table. Iteration 0 is the prefix: held-out
 // success after the warm start, the initial pass, the warm-start SFT (whose
 // checkpoint has iteration -1).
-const BranchSQL = `WITH its AS (SELECT DISTINCT iteration FROM trajectories WHERE source IN ('rollout', 'eval')),
+var BranchSQL = `WITH its AS (SELECT DISTINCT iteration FROM trajectories WHERE source IN ('rollout', 'eval')),
 tr AS (SELECT iteration, avg(CASE WHEN outcome = 'success' THEN 1.0 ELSE 0.0 END) AS train_success, avg(reward) AS mean_reward
        FROM trajectories WHERE source = 'rollout' GROUP BY iteration),
 ev AS (SELECT iteration, avg(CASE WHEN outcome = 'success' THEN 1.0 ELSE 0.0 END) AS heldout_success
@@ -31,7 +31,7 @@ zv AS (SELECT iteration, avg(CASE WHEN lo = hi THEN 1.0 ELSE 0.0 END) AS zero_va
 tm AS (SELECT greatest(c.iteration, 0) AS iteration, CAST(sum(m.items) AS BIGINT) AS items, CAST(sum(m.tokens) AS BIGINT) AS tokens
        FROM train_metrics m JOIN checkpoints c ON c.version = m.version GROUP BY 1),
 sy AS (SELECT 0 AS iteration, avg(CASE WHEN executable THEN 1.0 ELSE 0.0 END) AS executable_rate
-       FROM synthesis WHERE dropped <> 'duplicate' HAVING count(*) > 0),
+       FROM synthesis WHERE ` + schemas.SynthesisValidatedSQL + ` HAVING count(*) > 0),
 tg AS (SELECT c.iteration, CAST(count(*) FILTER (WHERE g.kept AND g.channel = 'adapr') AS BIGINT) AS replayed_groups,
               avg(g.lag) FILTER (WHERE g.kept) AS policy_lag
        FROM train_groups g JOIN checkpoints c ON c.version = g.version GROUP BY 1)

@@ -112,7 +112,7 @@ func Load(path string) (*Plan, error) {
 		return nil, fmt.Errorf("experiment %s: %w", path, err)
 	}
 	var s Spec
-	if err := loop.DecodeYAML(b, &s); err != nil {
+	if err := loop.DecodeYAML(b, &s, true); err != nil {
 		return nil, fmt.Errorf("experiment %s: %w", path, err)
 	}
 	s.dir = filepath.Dir(path)
@@ -307,7 +307,7 @@ func Apply(base loop.Config, over map[string]any) (loop.Config, error) {
 		return base, err
 	}
 	c := loop.Default()
-	if err := loop.DecodeYAML(b, &c); err != nil {
+	if err := loop.DecodeYAML(b, &c, false); err != nil {
 		return base, fmt.Errorf("overrides %s: %w", strings.Join(keys, ", "), err)
 	}
 	if err := c.Validate(); err != nil {
@@ -348,7 +348,7 @@ func checkValue(key string, v any) error {
 		return &keyError{key, err}
 	}
 	c := loop.Default()
-	if err := loop.DecodeYAML(b, &c); err != nil {
+	if err := loop.DecodeYAML(b, &c, false); err != nil {
 		return &keyError{key, fmt.Errorf("want %s, got %s", typeWord(t), valueWord(v))}
 	}
 	return nil

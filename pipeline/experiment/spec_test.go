@@ -205,6 +205,7 @@ func TestResolveNamesTheKeyOfAWrongType(t *testing.T) {
 		{"list for a string", `variants: [{name: a, set: {segment.mode: [step]}}]`, `variant a: segment.mode: want a string, got [step]`},
 		{"fraction for an integer", `variants: [{name: a, set: {segment.k: 2.5}}]`, `variant a: segment.k: want an integer, got 2.5`},
 		{"fraction in a section", `variants: [{name: a, set: {train: {steps: 7.5}}}]`, `variant a: train.steps: want an integer, got 7.5`},
+		{"fraction with an exponent", `variants: [{name: a, set: {segment.k: 15e-1}}]`, `variant a: segment.k: want an integer`},
 	} {
 		p := write(t, dir, "tiny.yaml", "name: e\nseeds: [1]\n"+c.set+"\n")
 		_, err := Load(p)

@@ -165,7 +165,7 @@ func Load(path string) (Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("config %s: %w", path, err)
 	}
-	if err := DecodeYAML(b, &c); err != nil {
+	if err := DecodeYAML(b, &c, true); err != nil {
 		return c, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, c.Validate()

@@ -34,15 +34,20 @@ func TestLoadStrictAndValidate(t *testing.T) {
 	for in, want := range map[string]string{
 		"iterations: 1.5\n":             "iterations is 1.5, want an integer",
 		"segment: {k: 5, delta: 0.5}\n": "segment.delta is 0.5, want an integer",
+		"iterations: 15e-1\n":           "iterations is 15e-1, want an integer",
+		"iterations: \"2.5\"\n":         "iterations is 2.5, want an integer",
+		"sample: {batch: 2e-1}\n":       "sample.batch is 2e-1, want an integer",
+		"seed: 1e19\n":                  "seed is 1e19, want an integer",
+		"seed: 9223372036854775808\n":   "seed",
 	} {
 		os.WriteFile(p, []byte(in), 0o644)
 		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "config "+p+": ") {
 			t.Errorf("%q: error %v, want %q", in, err, want)
 		}
 	}
-	os.WriteFile(p, []byte("iterations: 2.0\nsynthesize: {count: 1e1}\n"), 0o644)
-	if c, err := Load(p); err != nil || c.Iterations != 2 || c.Synthesize.Count != 10 {
-		t.Fatalf("integral numbers: %d %d %v", c.Iterations, c.Synthesize.Count, err)
+	os.WriteFile(p, []byte("iterations: 2.0\nsynthesize: {count: 1e1}\nworkers: 0x10\nseed: -9223372036854775808\n"), 0o644)
+	if c, err := Load(p); err != nil || c.Iterations != 2 || c.Synthesize.Count != 10 || c.Workers != 16 || c.Seed != math.MinInt64 {
+		t.Fatalf("integral numbers: %d %d %d %d %v", c.Iterations, c.Synthesize.Count, c.Workers, c.Seed, err)
 	}
 }
 

@@ -917,7 +917,7 @@ func (s *stage) duplicateRow(it *item) schemas.Synthesis {
 		row.Candidate = it.stored.JSON
 	}
 	row.Tokens, row.Calls = it.proposeCost.Tokens, int32(it.proposeCost.Calls)
-	row.RuleReason = "not validated: duplicate of " + it.dup
+	row.RuleReason = schemas.SynthesisNotValidated + "duplicate of " + it.dup
 	row.CheckerReason = "not run: duplicate of " + it.dup
 	row.Dropped = "duplicate"
 	return row
