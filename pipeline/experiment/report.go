@@ -52,8 +52,8 @@ func scope(name string, order []string) (where, rank string, err error) {
 	return where, rank, nil
 }
 
-// FinalSQL is the query of an experiment's final numbers, one row per
-// variant, numbered by position in order: at each branch's last iteration, the mean and sample
+// FinalSQL returns the query of an experiment's final numbers, one row per
+// variant that has rows, numbered 1, 2, ... (position) in order: at each branch's last iteration, the mean and sample
 // sd over seeds of held-out and training success, mean reward, train and
 // rollout seconds summed over the RL iterations (the prefix excluded),
 // tokens, train_time_ratio (a variant's mean train seconds over the first
@@ -167,16 +167,17 @@ func Final(ctx context.Context, l *lake.Lake, m *lake.Manifest, name string, ord
 }
 
 // Report writes the HTML report of experiment name from the experiments
-// table at l's branch head. It is an error when that table has no rows of
-// the experiment, or a cell fails.
-func Report(ctx context.Context, l *lake.Lake, name, doc string, order []string, w io.Writer) error {
+// table of snapshot m (nil: the head of l's branch). It is an error when
+// that table has no rows of the experiment, or a cell fails.
+func Report(ctx context.Context, l *lake.Lake, m *lake.Manifest, name, doc string, order []string, w io.Writer) error {
 	src, err := Notebook(name, doc, order)
 	if err != nil {
 		return err
 	}
-	m, err := l.At(ctx, "")
-	if err != nil {
-		return err
+	if m == nil {
+		if m, err = l.At(ctx, ""); err != nil {
+			return err
+		}
 	}
 	e, err := query.Open(ctx, l, m)
 	if err != nil {

@@ -3,7 +3,9 @@
 // anything but a regular file is refused before it is read, since reading
 // /dev/zero never ends and a FIFO without a writer blocks forever, and a
 // regular file is read only up to a limit the caller sets, so a huge file
-// is an error naming it rather than an out-of-memory crash.
+// is an error naming it rather than an out-of-memory crash. ReadAll reads
+// an input already open (standard input, which the user chose explicitly,
+// so it may be a pipe) under the same kind of limit.
 package infile
 
 import (
@@ -12,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"syscall"
 )
@@ -123,8 +126,8 @@ func Read(path string, max int64) ([]byte, error) {
 // open, such as standard input; name is what errors call it. More than
 // max bytes is a Refused error (ErrTooLarge).
 func ReadAll(r io.Reader, name string, max int64) ([]byte, error) {
-	if max <= 0 {
-		return nil, fmt.Errorf("infile.ReadAll %s: limit %d, want > 0", name, max)
+	if max <= 0 || max == math.MaxInt64 {
+		return nil, fmt.Errorf("infile.ReadAll %s: limit %d, want 1..MaxInt64-1", name, max)
 	}
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(io.LimitReader(r, max+1)); err != nil {

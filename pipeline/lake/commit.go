@@ -181,6 +181,11 @@ func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 		if parent != "" && sameTables(m, base) {
 			return base, nil // the data did not change: no new snapshot
 		}
+		// Before the branch is read, to keep the window before the swap
+		// short; after a rebase only the head's new files are checked.
+		if err := t.lake.checkSizes(ctx, m, checked); err != nil {
+			return nil, fmt.Errorf("commit %s: %w", info.Stage, err)
+		}
 		head, err := t.lake.readRef(ctx, key)
 		switch {
 		case errors.Is(err, ErrNotExist) && t.branch != MainRef:
@@ -219,9 +224,6 @@ func (t *Txn) Commit(ctx context.Context, info CommitInfo) (*Manifest, error) {
 			}
 			parent, base = head, headM
 			continue
-		}
-		if err := t.lake.checkSizes(ctx, m, checked); err != nil {
-			return nil, fmt.Errorf("commit %s: %w", info.Stage, err)
 		}
 		m.CommittedAt = t.lake.Now().UTC().Format(time.RFC3339)
 		m.StartedAt = t.started.UTC().Format(time.RFC3339)
@@ -377,7 +379,8 @@ func sameTables(a, b *Manifest) bool {
 
 // checkSizes checks that every data file m references exists with the size
 // its manifest records, skipping those in checked and adding the ones it
-// passes. Sizes are read by a few workers at once, for object stores.
+// passes. Sizes are read by a few workers at once, for object stores; the
+// cost is one stat (or HEAD) per file of the snapshot, per commit.
 func (l *Lake) checkSizes(ctx context.Context, m *Manifest, checked map[string]bool) error {
 	var todo []File
 	var tables []string
@@ -415,6 +418,9 @@ func (l *Lake) checkSizes(ctx context.Context, m *Manifest, checked map[string]b
 	}
 	close(next)
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err // a cancelled check names no file: none was found damaged
+	}
 	for i, err := range errs {
 		if err != nil {
 			return err

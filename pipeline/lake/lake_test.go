@@ -45,7 +45,10 @@ func TestCommitRefusesADamagedCarriedTable(t *testing.T) {
 	l, dir := newLake(t)
 	m := commitTasks(t, l, fixtureTasks(4), "tasks")
 	fpath := filepath.Join(dir, filepath.FromSlash(m.Tables["tasks"].Files[0].Path))
-	data, _ := os.ReadFile(fpath)
+	data, err := os.ReadFile(fpath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	commitBlob := func() error {
 		tx, err := l.Begin(ctx, "")
 		if err != nil {
@@ -58,13 +61,15 @@ func TestCommitRefusesADamagedCarriedTable(t *testing.T) {
 		return err
 	}
 	for _, c := range []struct {
-		damage func()
+		damage func() error
 		want   string
 	}{
-		{func() { os.WriteFile(fpath, data[:len(data)/2], 0o644) }, fmt.Sprintf("is %d bytes, its manifest says %d", len(data)/2, len(data))},
-		{func() { os.Remove(fpath) }, "is missing"},
+		{func() error { return os.WriteFile(fpath, data[:len(data)/2], 0o644) }, fmt.Sprintf("is %d bytes, its manifest says %d", len(data)/2, len(data))},
+		{func() error { return os.Remove(fpath) }, "is missing"},
 	} {
-		c.damage()
+		if err := c.damage(); err != nil {
+			t.Fatal(err)
+		}
 		err := commitBlob()
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "table tasks: file "+m.Tables["tasks"].Files[0].Path) || !strings.Contains(err.Error(), c.want) {
 			t.Fatalf("commit over a damaged table: %v, want %q", err, c.want)
@@ -73,7 +78,9 @@ func TestCommitRefusesADamagedCarriedTable(t *testing.T) {
 			t.Fatalf("a refused commit moved main to %s", head.ID)
 		}
 	}
-	os.WriteFile(fpath, data, 0o644)
+	if err := os.WriteFile(fpath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := commitBlob(); err != nil {
 		t.Fatalf("after repair: %v", err)
 	}

@@ -297,3 +297,26 @@ func TestSelectTasksNegativeLimit(t *testing.T) {
 		t.Errorf("limit 2: %d tasks, %v; want 2", len(got), err)
 	}
 }
+
+// TestSummaryAllErrored: only a run in which every episode ended in error
+// is refused; one played-out episode, or none at all, is not.
+func TestSummaryAllErrored(t *testing.T) {
+	ep := func(id, outcome, msg string) Episode {
+		return Episode{Trajectory: schemas.Trajectory{TrajectoryID: id, Outcome: outcome, Error: msg}}
+	}
+	var s Summary
+	if err := s.AllErrored(); err != nil {
+		t.Fatalf("empty summary: %v", err)
+	}
+	for i := 0; i < 5; i++ {
+		s.Add(ep(fmt.Sprintf("t%d", i), schemas.OutcomeError, "endpoint down"))
+	}
+	err := s.AllErrored()
+	if !errors.Is(err, ErrAllErrored) || !strings.Contains(err.Error(), "5 of 5 episodes") || !strings.Contains(err.Error(), "t2: endpoint down") || strings.Contains(err.Error(), "t3:") {
+		t.Fatalf("all errored: %v", err)
+	}
+	s.Add(ep("t5", schemas.OutcomeFailure, ""))
+	if err := s.AllErrored(); err != nil {
+		t.Fatalf("one played-out episode: %v", err)
+	}
+}

@@ -187,7 +187,7 @@ func experimentRun(c *cli.Context) error {
 		return err
 	}
 	if r := c.String("report"); r != "" {
-		if err := writeExperimentReport(c, l, p.Spec.Name, p.Spec.Doc, variantOrder(p), r); err != nil {
+		if err := writeExperimentReport(c, l, nil, p.Spec.Name, p.Spec.Doc, variantOrder(p), r); err != nil {
 			return err
 		}
 	}
@@ -261,14 +261,15 @@ func experimentReport(c *cli.Context) error {
 	if out == "" {
 		out = filepath.Join("out", "experiment-"+name+".html")
 	}
-	if err := writeExperimentReport(c, l, name, doc, order, out); err != nil {
+	// One snapshot for the page and the JSON, though experiments may commit meanwhile.
+	m, err := l.At(c.Context, "")
+	if err != nil {
+		return err
+	}
+	if err := writeExperimentReport(c, l, m, name, doc, order, out); err != nil {
 		return err
 	}
 	if c.Bool("json") {
-		m, err := l.At(c.Context, "")
-		if err != nil {
-			return err
-		}
 		final, err := experiment.Final(c.Context, l, m, name, order)
 		if err != nil {
 			return err
@@ -279,14 +280,14 @@ func experimentReport(c *cli.Context) error {
 	return nil
 }
 
-func writeExperimentReport(c *cli.Context, l *lake.Lake, name, doc string, order []string, out string) error {
+func writeExperimentReport(c *cli.Context, l *lake.Lake, m *lake.Manifest, name, doc string, order []string, out string) error {
 	if err := outfile.CheckOutsideLakes(out, lakeFolders(c)...); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(out), outfile.DirMode()); err != nil {
 		return err
 	}
-	return outfile.Write(out, func(w io.Writer) error { return experiment.Report(c.Context, l, name, doc, order, w) }, lakeFolders(c)...)
+	return outfile.Write(out, func(w io.Writer) error { return experiment.Report(c.Context, l, m, name, doc, order, w) }, lakeFolders(c)...)
 }
 
 // experimentSummary is one line of experiment list.

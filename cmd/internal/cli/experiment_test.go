@@ -314,6 +314,9 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 	if rep.Experiment != "tiny" || rep.Report != html || len(rep.Snapshot) != 64 || len(rep.Final) != 2 {
 		t.Fatalf("report --json: %s", out)
 	}
+	if b, err := os.ReadFile(html); err != nil || !strings.Contains(string(b), rep.Snapshot[:12]) {
+		t.Fatalf("the page does not name the snapshot of the JSON, %s: %v", rep.Snapshot, err)
+	}
 	for i, want := range []struct {
 		variant string
 		row     []any

@@ -37,7 +37,10 @@ Example:
 
 Before any episode every task is checked against the environment (cualake simdesk coverage): tasks it
 cannot run (imported OSWorld tasks that download files, drive Chrome, or need judge functions cualake
-lacks) fail the run, each named with what blocks it, unless --skip-unsupported leaves them out.`,
+lacks) fail the run, each named with what blocks it, unless --skip-unsupported leaves them out.
+An episode the policy or environment fails is committed with outcome error; a run in which every
+episode ended in error (an endpoint down) fails naming the first errors and commits nothing. A shard
+does not check this (it sees only its tasks): check the merged snapshot's outcomes.`,
 		Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag,
 			&cli.StringFlag{Name: "in", Usage: "input snapshot (default main)"},
 			&cli.StringFlag{Name: "policy", Value: "oracle", Usage: "random, oracle, openai or checkpoint[:VERSION]"},
@@ -343,10 +346,16 @@ func runRollout(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := sum.AllErrored(); err != nil {
-		// a down endpoint or a broken environment, not data: committing
-		// would feed the sampler a batch of uncounted episodes and exit 0
-		return err
+	if !spec.Sharded() {
+		// A down endpoint or a broken environment, not data: committing
+		// would feed the sampler a batch of uncounted episodes and exit 0.
+		// A shard sees only its own tasks, so it always writes its
+		// fragment (a sharded and an unsharded run must commit the same
+		// snapshot); the merge does not check, so a sharded run whose
+		// every episode errored still commits.
+		if err := sum.AllErrored(); err != nil {
+			return err
+		}
 	}
 	var inputs []string
 	if in != nil {
