@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/outfile"
 )
 
@@ -35,6 +36,17 @@ func (e *Engine) Query(ctx context.Context, stmt string, args ...any) (*Result, 
 	}
 	defer rows.Close()
 	return collect(rows)
+}
+
+// QueryAt opens an engine on snapshot m, runs one read-only statement,
+// reads every row and closes the engine: for callers with a single query.
+func QueryAt(ctx context.Context, l *lake.Lake, m *lake.Manifest, stmt string, args ...any) (*Result, error) {
+	e, err := Open(ctx, l, m)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	return e.Query(ctx, stmt, args...)
 }
 
 func collect(rows *sql.Rows) (*Result, error) {

@@ -146,12 +146,7 @@ func Final(ctx context.Context, l *lake.Lake, m *lake.Manifest, name string, ord
 	if err != nil {
 		return nil, err
 	}
-	e, err := query.Open(ctx, l, m)
-	if err != nil {
-		return nil, err
-	}
-	defer e.Close()
-	res, err := e.Query(ctx, sql)
+	res, err := query.QueryAt(ctx, l, m, sql)
 	if err != nil {
 		return nil, fmt.Errorf("experiment %s: final numbers: %w", name, err)
 	}

@@ -72,12 +72,7 @@ func collectArm(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, tags map[str
 	if err != nil {
 		return nil, err
 	}
-	e, err := query.Open(ctx, b, m)
-	if err != nil {
-		return nil, err
-	}
-	defer e.Close()
-	res, err := e.Query(ctx, BranchSQL)
+	res, err := query.QueryAt(ctx, b, m, BranchSQL)
 	if err != nil {
 		return nil, err
 	}
