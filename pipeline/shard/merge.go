@@ -42,6 +42,11 @@ type StageMerge struct {
 	// SkipEmpty commits nothing when no table gains or replaces a row, as the
 	// stage's unsharded run does (an import of records the lake holds).
 	SkipEmpty bool
+	// Check, when set, refuses a merge that the stage's unsharded run would
+	// have refused, for a reason no single shard can see (every episode of
+	// a rollout in error): it reads the checked fragments before anything
+	// is written, and its error is the merge's (nothing committed).
+	Check func(ctx context.Context, in *MergeInput) error
 }
 
 // MergeInput is what a StageMerge's Finish works with.
@@ -49,7 +54,7 @@ type MergeInput struct {
 	Lake      *lake.Lake
 	Base      *lake.Manifest // the input snapshot (no tables for an empty lake)
 	Fragments []*Fragment    // shard 0 to N-1, checked to belong to one run
-	Out       *Output        // where the final rows go
+	Out       *Output        // where the final rows go (nil for Check)
 }
 
 var stageMerges = map[string]StageMerge{}
@@ -192,6 +197,11 @@ func Merge(ctx context.Context, l *lake.Lake, opt MergeOptions) (*MergeResult, e
 	}
 	res := &MergeResult{Set: set, Shards: n, Rows: map[string]int64{}}
 	custom := stageMerges[opt.Stage]
+	if custom.Check != nil {
+		if err := custom.Check(ctx, &MergeInput{Lake: l, Base: tx.Base(), Fragments: frags}); err != nil {
+			return nil, fmt.Errorf("merge %s: %w", opt.Stage, err)
+		}
+	}
 	if custom.Finish != nil {
 		return finishCustom(ctx, l, opt, custom, tx, frags, res)
 	}

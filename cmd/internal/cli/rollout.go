@@ -40,7 +40,7 @@ cannot run (imported OSWorld tasks that download files, drive Chrome, or need ju
 lacks) fail the run, each named with what blocks it, unless --skip-unsupported leaves them out.
 An episode the policy or environment fails is committed with outcome error; a run in which every
 episode ended in error (an endpoint down) fails naming the first errors and commits nothing. A shard
-does not check this (it sees only its tasks): check the merged snapshot's outcomes.`,
+cannot see this (it sees only its tasks): lake merge checks all shards' episodes and refuses.`,
 		Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag,
 			&cli.StringFlag{Name: "in", Usage: "input snapshot (default main)"},
 			&cli.StringFlag{Name: "policy", Value: "oracle", Usage: "random, oracle, openai or checkpoint[:VERSION]"},
@@ -351,8 +351,8 @@ func runRollout(c *cli.Context) error {
 		// would feed the sampler a batch of uncounted episodes and exit 0.
 		// A shard sees only its own tasks, so it always writes its
 		// fragment (a sharded and an unsharded run must commit the same
-		// snapshot); the merge does not check, so a sharded run whose
-		// every episode errored still commits.
+		// snapshot); the merge checks all shards' episodes at once
+		// (rollout.CheckMerge).
 		if err := sum.AllErrored(); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -82,6 +83,25 @@ func TestRolloutAllEpisodesErrored(t *testing.T) {
 	}
 	if after, _ := run(t, "lake", "log"); after != before {
 		t.Fatalf("a failed rollout committed:\n%s\nwas\n%s", after, before)
+	}
+	// Sharded: each shard writes its fragment (it sees only its tasks); the
+	// merge sees every episode errored and refuses, naming errors of both
+	// shards' tasks, and main stays put.
+	for i := 0; i < 2; i++ {
+		if out, err := run(t, "rollout", "--policy", "openai", "--endpoint", url, "--model", "m", "--n", "2", "--limit-tasks", "2",
+			"--max-turns", "2", "--shard", fmt.Sprintf("%d/2", i)); err != nil {
+			t.Fatalf("shard %d: %v\n%s", i, err, out)
+		}
+	}
+	_, err = run(t, "lake", "merge", "--stage", "rollout", "--shards", "2")
+	if !errors.Is(err, rollout.ErrAllErrored) || !strings.Contains(err.Error(), "4 of 4 episodes") || ExitCode(err) != ExitFailure {
+		t.Fatalf("merge of all-errored shards: %v", err)
+	}
+	if after, _ := run(t, "lake", "log"); after != before {
+		t.Fatalf("a refused merge committed:\n%s\nwas\n%s", after, before)
+	}
+	if out, err := run(t, "lake", "fragments", "--stage", "rollout"); err != nil || !strings.Contains(out, "2 of 2") {
+		t.Fatalf("the refused merge's fragments should stay: %v\n%s", err, out)
 	}
 }
 
