@@ -59,6 +59,10 @@ func stepsID(steps []loop.Step) string {
 	return hex.EncodeToString(h[:])[:12]
 }
 
+// errStemFailed stops the prefixes of a stem that failed or was cancelled;
+// the stem's own error is the one reported.
+var errStemFailed = errors.New("its stem did not complete")
+
 // Options configure Run.
 type Options struct {
 	// Workers is how many branches run at once (prefixes first, then the
@@ -143,20 +147,92 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 			return false
 		}
 	}
-	// One dispatcher hands out the slots in a fixed order: the prefixes,
-	// then the arms seed by seed (DispatchOrder), so that a run stopped
-	// half-way has every variant at its first seeds.
+	// A stem runs once, on the first demand of a prefix (or deeper stem)
+	// that forks from it and is not already on its branch; nothing waits
+	// for one while holding a slot, so one worker cannot deadlock.
+	type stemDone struct {
+		once sync.Once
+		head string
+		err  error
+	}
+	stems := map[*Prefix]*stemDone{}
+	for _, st := range p.Stems {
+		stems[st] = &stemDone{}
+	}
+	var ensure func(st *Prefix) (string, error)
+	// prepare shares what pre can take without running: another
+	// experiment's equal prefix (adoptPrefix), a sibling prefix's steps
+	// (for a stem), or its stem's, computed first if need be.
+	prepare := func(pre *Prefix) error {
+		if err := adoptPrefix(ctx, l, pre, log.with(pre.Branch)); err != nil {
+			return err
+		}
+		if done, err := hasBranch(ctx, l, pre.Branch); err != nil || done {
+			return err
+		}
+		if stems[pre] != nil {
+			if err := adoptFromSibling(ctx, l, p, pre, log.with(pre.Branch)); err != nil {
+				return err
+			}
+			if done, err := hasBranch(ctx, l, pre.Branch); err != nil || done {
+				return err
+			}
+		}
+		if pre.Parent == nil {
+			return nil
+		}
+		if _, err := ensure(pre.Parent); err != nil {
+			return errStemFailed // the stem said why
+		}
+		return adoptSteps(ctx, l, pre, pre.Parent.Branch, pre.Parent.RunID, pre.Parent.Steps, "stem", log.with(pre.Branch))
+	}
+	ensure = func(st *Prefix) (string, error) {
+		sd := stems[st]
+		sd.once.Do(func() {
+			defer func() {
+				if sd.err != nil && !errors.Is(sd.err, errStemFailed) {
+					fail(fmt.Errorf("stem %s: %w", st.Branch, sd.err))
+				}
+			}()
+			if sd.err = prepare(st); sd.err != nil {
+				return
+			}
+			if !acquire() {
+				sd.err = errStemFailed // cancelled: whoever cancelled said why
+				return
+			}
+			defer func() { <-sem }()
+			br, err := runPrefix(ctx, l, p, st, from, opt, log.with(st.Branch))
+			if err != nil {
+				sd.err = err
+				return
+			}
+			mu.Lock()
+			res.Prefixes = append(res.Prefixes, br)
+			mu.Unlock()
+			sd.head = br.Head
+		})
+		return sd.head, sd.err
+	}
+	// The prefixes start in the plan's order, then the arms seed by seed
+	// (DispatchOrder), so that a run stopped half-way has every variant at
+	// its first seeds.
 	var wg sync.WaitGroup
 	for _, pre := range p.Prefixes {
 		d := done[pre]
-		if !acquire() {
-			close(d.ch)
-			continue
-		}
 		wg.Add(1)
 		go func(pre *Prefix) {
 			defer wg.Done()
 			defer close(d.ch)
+			if err := prepare(pre); err != nil {
+				if !errors.Is(err, errStemFailed) {
+					fail(fmt.Errorf("prefix %s: %w", pre.Branch, err))
+				}
+				return
+			}
+			if !acquire() {
+				return
+			}
 			defer func() { <-sem }()
 			br, err := runPrefix(ctx, l, p, pre, from, opt, log.with(pre.Branch))
 			if err != nil {
@@ -263,12 +339,11 @@ func ensureBranch(ctx context.Context, l *lake.Lake, name, from string) (bool, e
 	return true, nil
 }
 
+// runPrefix runs pre's steps on its branch (created at from unless
+// prepare shared it), resuming what is done.
 func runPrefix(ctx context.Context, l *lake.Lake, p *Plan, pre *Prefix, from string, opt Options, log io.Writer) (BranchResult, error) {
 	t0 := time.Now()
 	br := BranchResult{Branch: pre.Branch, Seed: pre.Seed}
-	if err := adoptPrefix(ctx, l, pre, log); err != nil {
-		return br, err
-	}
 	if _, err := ensureBranch(ctx, l, pre.Branch, from); err != nil {
 		return br, err
 	}
@@ -370,6 +445,80 @@ func adopt(ctx context.Context, l *lake.Lake, branch, run string, steps []loop.S
 		}
 		fmt.Fprintf(log, "%s: the same steps of run %s are committed on %s; shared (snapshot %s), not recomputed\n", what, run, donor, lake.ShortID(got[last]))
 		return nil
+	}
+	return nil
+}
+
+func hasBranch(ctx context.Context, l *lake.Lake, name string) (bool, error) {
+	branches, err := l.Branches(ctx)
+	if err != nil {
+		return false, err
+	}
+	_, ok := branches[name]
+	return ok, nil
+}
+
+// adoptSteps gives pre the first len(shared) steps that donor's run has
+// done: their done and start tags under pre's run, then pre's branch at
+// the last one's snapshot, from which RunSteps resumes them and runs the
+// rest. Nothing when pre's branch exists, when the donor has not done
+// them all, or when another code version did.
+func adoptSteps(ctx context.Context, l *lake.Lake, pre *Prefix, donor, donorRun string, shared []loop.Step, what string, log io.Writer) error {
+	if done, err := hasBranch(ctx, l, pre.Branch); err != nil || done {
+		return err
+	}
+	tags, err := l.Tags(ctx)
+	if err != nil {
+		return err
+	}
+	got, ok := runTags(tags, donor, donorRun, shared)
+	if !ok {
+		return nil
+	}
+	last := got[shared[len(shared)-1].Key]
+	if m, err := l.Snapshot(ctx, last); err != nil {
+		return fmt.Errorf("the %s %s: %w", what, donor, err)
+	} else if !loop.SameCode(m) {
+		fmt.Fprintf(log, "%s: %s ran these steps under %s (this is %s); not shared\n", what, donor, m.CodeVersion, lake.CodeVersion)
+		return nil
+	}
+	keys := make([]string, 0, len(got))
+	for k := range got {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, err := l.Tag(ctx, loop.DoneTag(pre.Branch, pre.RunID, k), got[k]); err != nil {
+			return fmt.Errorf("sharing the %s %s: %w", what, donor, err)
+		}
+	}
+	if _, err := l.CreateBranch(ctx, pre.Branch, last); err != nil {
+		return fmt.Errorf("sharing the %s %s: %w", what, donor, err)
+	}
+	fmt.Fprintf(log, "%s: the first %d steps are committed on %s; shared (snapshot %s), not recomputed\n", what, len(shared), donor, lake.ShortID(last))
+	return nil
+}
+
+// adoptFromSibling lets stem st take its steps from a prefix of the plan
+// that forks from it (directly or not) and has done them on its own
+// branch: a lake where the prefixes ran before stems existed, or one
+// group of variants ran before the others were added to the file.
+func adoptFromSibling(ctx context.Context, l *lake.Lake, p *Plan, st *Prefix, log io.Writer) error {
+	for _, pre := range p.Prefixes {
+		if pre.Seed != st.Seed || sharedSteps(pre.Steps, st.Steps) != len(st.Steps) {
+			continue
+		}
+		if ok, err := hasBranch(ctx, l, pre.Branch); err != nil {
+			return err
+		} else if !ok {
+			continue
+		}
+		if err := adoptSteps(ctx, l, st, pre.Branch, pre.RunID, st.Steps, "prefix", log); err != nil {
+			return err
+		}
+		if done, err := hasBranch(ctx, l, st.Branch); err != nil || done {
+			return err
+		}
 	}
 	return nil
 }

@@ -66,7 +66,13 @@ type Prefix struct {
 	RunID  string      // hash of its steps (the resume tags' run id)
 	Steps  []loop.Step // the plan's first steps
 	Seed   int64
-	Arms   []*Arm
+	Arms   []*Arm // none for a stem
+	// Parent is the stem this prefix (or stem) forks from: the leading
+	// steps it shares with another prefix of its seed, computed once
+	// (nil: it shares none).
+	Parent *Prefix
+
+	steps0 []loop.Step // Steps at seed 0, whose hash names the branch
 }
 
 // Plan is a resolved experiment: every arm and the prefixes they share.
@@ -74,6 +80,10 @@ type Plan struct {
 	Spec     Spec
 	Arms     []*Arm
 	Prefixes []*Prefix
+	// Stems are the leading steps that prefixes of one seed share (the
+	// warm start of variants that differ from the initial pass on, say),
+	// each run once on its own branch, from which those prefixes fork.
+	Stems []*Prefix
 }
 
 // prefixDir is the part of a prefix branch's name between the experiment
@@ -144,6 +154,11 @@ func (p *Plan) OnlySeeds(seeds []int64) (*Plan, error) {
 	for _, pre := range p.Prefixes {
 		if want[pre.Seed] {
 			q.Prefixes = append(q.Prefixes, pre)
+		}
+	}
+	for _, st := range p.Stems {
+		if want[st.Seed] {
+			q.Stems = append(q.Stems, st)
 		}
 	}
 	for _, a := range p.Arms {
@@ -231,7 +246,7 @@ func Resolve(s Spec) (*Plan, error) {
 				c0 := c
 				c0.Seed = 0
 				s0, _ := prefixSteps(c0)
-				pre = &Prefix{Branch: fmt.Sprintf("exp/%s%sp%s/s%d", s.Name, prefixDir, stepsID(s0)[:8], sd), RunID: id, Steps: steps, Seed: sd}
+				pre = &Prefix{Branch: prefixBranch(s.Name, s0, sd), RunID: id, Steps: steps, Seed: sd, steps0: s0}
 				prefixes[id] = pre
 				p.Prefixes = append(p.Prefixes, pre)
 			}
@@ -240,7 +255,76 @@ func Resolve(s Spec) (*Plan, error) {
 			p.Arms = append(p.Arms, a)
 		}
 	}
+	p.Stems = stems(s.Name, p.Prefixes)
 	return p, nil
+}
+
+// prefixBranch names the branch of a prefix or stem: the hash of its
+// steps at seed 0 leaves the seed out, so one name covers a group of
+// variants at every seed, and equal steps in two experiments have equal
+// tails (adoptPrefix).
+func prefixBranch(experiment string, steps0 []loop.Step, seed int64) string {
+	return fmt.Sprintf("exp/%s%sp%s/s%d", experiment, prefixDir, stepsID(steps0)[:8], seed)
+}
+
+// sharedSteps is how many leading steps a and b have in common (same key,
+// command and flags).
+func sharedSteps(a, b []loop.Step) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n].Key == b[n].Key && slices.Equal(a[n].Command, b[n].Command) && slices.Equal(a[n].Flags, b[n].Flags) {
+		n++
+	}
+	return n
+}
+
+// stems builds the stems of prefixes and sets every prefix's and stem's
+// Parent. Per seed, the prefixes' leading steps form a tree: wherever two
+// prefixes part after d >= 1 shared steps, those d steps are a stem (a
+// branch point of the tree), and each prefix or stem forks from its
+// deepest proper stem. So variants that differ only from the initial pass
+// on train the warm start once, not once per group of variants.
+func stems(experiment string, prefixes []*Prefix) []*Prefix {
+	var out []*Prefix
+	bySeed := map[int64][]*Prefix{}
+	var seeds []int64
+	for _, pre := range prefixes {
+		if bySeed[pre.Seed] == nil {
+			seeds = append(seeds, pre.Seed)
+		}
+		bySeed[pre.Seed] = append(bySeed[pre.Seed], pre)
+	}
+	for _, sd := range seeds {
+		group := bySeed[sd]
+		made := map[string]*Prefix{}
+		var seedStems []*Prefix
+		for i, a := range group {
+			for _, b := range group[i+1:] {
+				d := sharedSteps(a.Steps, b.Steps)
+				if d == 0 {
+					continue
+				}
+				steps := a.Steps[:d:d]
+				id := stepsID(steps)
+				if made[id] != nil {
+					continue
+				}
+				st := &Prefix{Branch: prefixBranch(experiment, a.steps0[:d:d], sd), RunID: id, Steps: steps, Seed: sd, steps0: a.steps0[:d:d]}
+				made[id] = st
+				seedStems = append(seedStems, st)
+			}
+		}
+		// Shallow stems first: a parent always precedes its children.
+		sort.SliceStable(seedStems, func(i, j int) bool { return len(seedStems[i].Steps) < len(seedStems[j].Steps) })
+		for _, n := range append(append([]*Prefix{}, seedStems...), group...) {
+			for _, st := range seedStems {
+				if len(st.Steps) < len(n.Steps) && sharedSteps(st.Steps, n.Steps) == len(st.Steps) {
+					n.Parent = st // the deepest so far; later stems are deeper
+				}
+			}
+		}
+		out = append(out, seedStems...)
+	}
+	return out
 }
 
 // keyError names the override key an error is about.
