@@ -21,9 +21,26 @@ func TestExamplesResolve(t *testing.T) {
 		seeds := len(p.Spec.Seeds)
 		want := map[string]int{"demo-seeds": seeds, "samplers": seeds, "samplers-quick": 1, "stepo": seeds, "reward-source": seeds, "async": seeds, "iterations": seeds, "rl-strength": seeds, "verigen-roles": 4 * seeds,
 			// The segment mode shapes the warm start, so each mode has its own prefix.
-			"vcs": 2 * seeds, "vcs-quick": 2, "k-sweep": 5 * seeds}
+			"vcs": 2 * seeds, "vcs-quick": 2, "k-sweep": 5 * seeds,
+			// The initial pass differs: two prefixes, one warm start (a stem).
+			"frontier-estimate": 2 * seeds}
 		if n, ok := want[p.Spec.Name]; ok && len(p.Prefixes) != n {
 			t.Errorf("%s: %d prefixes, want %d", p.Spec.Name, len(p.Prefixes), n)
+		}
+		// One stem per seed where prefixes part: after the warm start's
+		// evaluation (frontier-estimate), after the oracle demonstrations
+		// (the segment mode and K shape the warm start's segments), after
+		// the pool (VeriGen roles shape synthesis).
+		wantStem := map[string]string{"frontier-estimate": "it00-eval", "vcs": "warm-demos", "k-sweep": "warm-demos", "verigen-roles": "pool"}
+		if last, ok := wantStem[p.Spec.Name]; ok {
+			if len(p.Stems) != seeds {
+				t.Errorf("%s: %d stems, want one per seed", p.Spec.Name, len(p.Stems))
+			}
+			for _, st := range p.Stems {
+				if got := st.Steps[len(st.Steps)-1].Key; got != last {
+					t.Errorf("%s: stem ends at %s, want %s", p.Spec.Name, got, last)
+				}
+			}
 		}
 	}
 }
