@@ -180,7 +180,7 @@ func experimentRun(c *cli.Context) error {
 	default:
 		return usageErr("--executor: want local or slurm")
 	}
-	fmt.Fprintf(log, "experiment %s: %d variants x %d seeds, %d shared prefixes (%d stems shared between them), lake %s\n",
+	fmt.Fprintf(log, "experiment %s: %d variants x %d seeds, %d shared prefixes, %d stems (steps prefixes share, run once), lake %s\n",
 		p.Spec.Name, len(p.Spec.Variants), len(p.Spec.Seeds), len(p.Prefixes), len(p.Stems), dir)
 	res, err := experiment.Run(c.Context, l, p, opt)
 	if err != nil {
