@@ -63,6 +63,10 @@ func stepsID(steps []loop.Step) string {
 // the stem's own error is the one reported.
 var errStemFailed = errors.New("its stem did not complete")
 
+// errStemOtherCode is a stem whose branch another code version committed:
+// its prefixes do not share it.
+var errStemOtherCode = errors.New("its stem was committed by another code version")
+
 // Options configure Run.
 type Options struct {
 	// Workers is how many branches run at once (prefixes first, then the
@@ -80,6 +84,7 @@ type Options struct {
 type BranchResult struct {
 	Branch  string  `json:"branch"`
 	Variant string  `json:"variant,omitempty"` // "" for a prefix
+	Stem    bool    `json:"stem,omitempty"`    // a stem: steps prefixes share
 	Seed    int64   `json:"seed"`
 	Head    string  `json:"head"`
 	Ran     int     `json:"steps_run"`
@@ -90,7 +95,7 @@ type BranchResult struct {
 // Result is what Run did.
 type Result struct {
 	Experiment string         `json:"experiment"`
-	Prefixes   []BranchResult `json:"prefixes"`
+	Prefixes   []BranchResult `json:"prefixes"` // stems included (Stem)
 	Arms       []BranchResult `json:"variants"`
 	// Snapshot is the commit of the experiments table on the results
 	// branch (the handle's).
@@ -170,6 +175,12 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 		if done, err := hasBranch(ctx, l, pre.Branch); err != nil || done {
 			return err
 		}
+		if err := resumeAdoption(ctx, l, pre); err != nil {
+			return err
+		}
+		if done, err := hasBranch(ctx, l, pre.Branch); err != nil || done {
+			return err
+		}
 		if stems[pre] != nil {
 			if err := adoptFromSibling(ctx, l, p, pre, log.with(pre.Branch)); err != nil {
 				return err
@@ -181,7 +192,9 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 		if pre.Parent == nil {
 			return nil
 		}
-		if _, err := ensure(pre.Parent); err != nil {
+		if _, err := ensure(pre.Parent); errors.Is(err, errStemOtherCode) {
+			return nil // runs alone, from the fork point
+		} else if err != nil {
 			return errStemFailed // the stem said why
 		}
 		return adoptSteps(ctx, l, pre, pre.Parent.Branch, pre.Parent.RunID, pre.Parent.Steps, "stem", log.with(pre.Branch))
@@ -190,7 +203,7 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 		sd := stems[st]
 		sd.once.Do(func() {
 			defer func() {
-				if sd.err != nil && !errors.Is(sd.err, errStemFailed) {
+				if sd.err != nil && !errors.Is(sd.err, errStemFailed) && !errors.Is(sd.err, errStemOtherCode) {
 					fail(fmt.Errorf("stem %s: %w", st.Branch, sd.err))
 				}
 			}()
@@ -203,10 +216,18 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 			}
 			defer func() { <-sem }()
 			br, err := runPrefix(ctx, l, p, st, from, opt, log.with(st.Branch))
+			if errors.Is(err, loop.ErrOtherCodeVersion) {
+				// A stem branch of an older version: its prefixes run
+				// alone, as before stems, rather than fail.
+				fmt.Fprintf(log.with(st.Branch), "stem: %v; the prefixes that fork from it run their own steps\n", err)
+				sd.err = errStemOtherCode
+				return
+			}
 			if err != nil {
 				sd.err = err
 				return
 			}
+			br.Stem = true
 			mu.Lock()
 			res.Prefixes = append(res.Prefixes, br)
 			mu.Unlock()
@@ -214,25 +235,41 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 		})
 		return sd.head, sd.err
 	}
-	// The prefixes start in the plan's order, then the arms seed by seed
-	// (DispatchOrder), so that a run stopped half-way has every variant at
-	// its first seeds.
+	// The prefixes take their slots in the plan's order (turn i opens when
+	// prefix i-1 has its slot or has given up), all before the arms, which
+	// go seed by seed (DispatchOrder), so that a run stopped half-way has
+	// every variant at its first seeds. A prefix prepares (and waits for
+	// its stem) before its turn, holding no slot.
+	turns := make([]chan struct{}, len(p.Prefixes)+1)
+	for i := range turns {
+		turns[i] = make(chan struct{})
+	}
+	close(turns[0])
 	var wg sync.WaitGroup
-	for _, pre := range p.Prefixes {
+	for i, pre := range p.Prefixes {
 		d := done[pre]
 		wg.Add(1)
-		go func(pre *Prefix) {
+		go func(i int, pre *Prefix) {
 			defer wg.Done()
 			defer close(d.ch)
+			var once sync.Once
+			next := func() { once.Do(func() { close(turns[i+1]) }) }
+			defer next()
 			if err := prepare(pre); err != nil {
 				if !errors.Is(err, errStemFailed) {
 					fail(fmt.Errorf("prefix %s: %w", pre.Branch, err))
 				}
 				return
 			}
+			select {
+			case <-turns[i]:
+			case <-ctx.Done():
+				return
+			}
 			if !acquire() {
 				return
 			}
+			next()
 			defer func() { <-sem }()
 			br, err := runPrefix(ctx, l, p, pre, from, opt, log.with(pre.Branch))
 			if err != nil {
@@ -243,7 +280,11 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 			res.Prefixes = append(res.Prefixes, br)
 			mu.Unlock()
 			d.head = br.Head
-		}(pre)
+		}(i, pre)
+	}
+	select {
+	case <-turns[len(p.Prefixes)]:
+	case <-ctx.Done():
 	}
 	for _, a := range DispatchOrder(p) {
 		d := done[a.Prefix]
@@ -450,12 +491,35 @@ func adopt(ctx context.Context, l *lake.Lake, branch, run string, steps []loop.S
 }
 
 func hasBranch(ctx context.Context, l *lake.Lake, name string) (bool, error) {
-	branches, err := l.Branches(ctx)
-	if err != nil {
-		return false, err
+	_, err := l.BranchHead(ctx, name)
+	if errors.Is(err, lake.ErrNotExist) {
+		return false, nil
 	}
-	_, ok := branches[name]
-	return ok, nil
+	return err == nil, err
+}
+
+// resumeAdoption finishes an adoption that a kill cut short after the
+// tags: pre has no branch but done tags for its first steps (adoptSteps
+// writes tags first), so its branch is created at the last of them, as
+// adopt does for a complete set, whatever the plan's stems are now.
+func resumeAdoption(ctx context.Context, l *lake.Lake, pre *Prefix) error {
+	tags, err := l.Tags(ctx)
+	if err != nil {
+		return err
+	}
+	last := ""
+	for _, s := range pre.Steps {
+		id, ok := tags[loop.DoneTag(pre.Branch, pre.RunID, s.Key)]
+		if !ok {
+			break
+		}
+		last = id
+	}
+	if last == "" {
+		return nil
+	}
+	_, err = l.CreateBranch(ctx, pre.Branch, last)
+	return err
 }
 
 // adoptSteps gives pre the first len(shared) steps that donor's run has

@@ -89,6 +89,7 @@ type fakeSteps struct {
 	l     *lake.Lake
 	mu    sync.Mutex
 	count int
+	last  *Result
 }
 
 func (f *fakeSteps) executor(branch string, _ io.Writer) loop.Executor {
@@ -122,9 +123,11 @@ func (f *fakeSteps) run(t *testing.T, p *Plan, workers int) int {
 	f.mu.Lock()
 	before := f.count
 	f.mu.Unlock()
-	if _, err := Run(context.Background(), f.l, p, Options{Workers: workers, Executor: f.executor}); err != nil {
+	res, err := Run(context.Background(), f.l, p, Options{Workers: workers, Executor: f.executor})
+	if err != nil {
 		t.Fatal(err)
 	}
+	f.last = res
 	return f.count - before
 }
 
@@ -201,6 +204,15 @@ func TestStemsRunSharedStepsOnce(t *testing.T) {
 		if n, d := f.run(t, p, workers), distinctSteps(p); n != d || d >= all {
 			t.Fatalf("%d workers: %d steps ran, want the %d distinct ones (of %d)", workers, n, d, all)
 		}
+		stems := 0
+		for _, b := range f.last.Prefixes {
+			if b.Stem {
+				stems++
+			}
+		}
+		if stems != len(p.Stems) || len(f.last.Prefixes) != len(p.Prefixes)+len(p.Stems) {
+			t.Fatalf("%d workers: result lists %d branches, %d of them stems; want %d prefixes and %d stems", workers, len(f.last.Prefixes), stems, len(p.Prefixes), len(p.Stems))
+		}
 		got := heads(t, f.l, p)
 		for b, h := range want {
 			if got[b] != h {
@@ -244,5 +256,86 @@ func TestStemAdoptsASiblingPrefix(t *testing.T) {
 	}
 	if n := f.run(t, p, 1); n != want {
 		t.Fatalf("%d steps ran, want %d (the stems shared from %s)", n, want, demo.Branch)
+	}
+}
+
+// With one worker the prefixes start in the plan's order (seed 1's before
+// seed 2's), stems and all.
+func TestStemsKeepThePrefixOrder(t *testing.T) {
+	p := stemPlan(t, "1, 2, 3")
+	p.Arms = nil
+	for _, pre := range p.Prefixes {
+		pre.Arms = nil
+	}
+	for try := 0; try < 3; try++ {
+		f := &fakeSteps{l: openTestLake(t)}
+		var mu sync.Mutex
+		var order []string
+		exec := f.executor
+		f2 := func(branch string, log io.Writer) loop.Executor {
+			e := exec(branch, log)
+			return func(ctx context.Context, command, flags []string) error {
+				mu.Lock()
+				if len(order) == 0 || order[len(order)-1] != branch {
+					order = append(order, branch)
+				}
+				mu.Unlock()
+				return e(ctx, command, flags)
+			}
+		}
+		if _, err := Run(context.Background(), f.l, p, Options{Workers: 1, Executor: f2}); err != nil {
+			t.Fatal(err)
+		}
+		var prefixes []string
+		for _, b := range order {
+			for _, pre := range p.Prefixes {
+				if pre.Branch == b {
+					prefixes = append(prefixes, b)
+				}
+			}
+		}
+		var want []string
+		for _, pre := range p.Prefixes {
+			want = append(want, pre.Branch)
+		}
+		if strings.Join(prefixes, " ") != strings.Join(want, " ") {
+			t.Fatalf("try %d: prefixes ran in the order\n%s\nwant the plan's\n%s", try, strings.Join(prefixes, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+// A kill after adoptSteps wrote a prefix's tags but before it made the
+// branch: the rerun creates the branch at the last tagged step, even when
+// the plan no longer has the stem, and runs only the rest.
+func TestStemAdoptionKilledAfterTheTags(t *testing.T) {
+	p := stemPlan(t, "1")
+	p.Arms = nil
+	for _, pre := range p.Prefixes {
+		pre.Arms = nil
+	}
+	f := &fakeSteps{l: openTestLake(t)}
+	ctx := context.Background()
+	if n := f.run(t, p, 1); n != distinctSteps(p) {
+		t.Fatalf("first run: %d steps", n)
+	}
+	pre := p.Prefixes[1]
+	tags, err := f.l.Tags(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.DeleteBranch(ctx, pre.Branch); err != nil {
+		t.Fatal(err)
+	}
+	// What adoptSteps leaves when killed before CreateBranch: the stem's
+	// steps tagged under the prefix's run, no branch.
+	for _, s := range pre.Parent.Steps {
+		id := tags[loop.DoneTag(pre.Parent.Branch, pre.Parent.RunID, s.Key)]
+		if _, err := f.l.Tag(ctx, loop.DoneTag(pre.Branch, pre.RunID, s.Key), id); err != nil && !strings.Contains(err.Error(), "exist") {
+			t.Fatal(err)
+		}
+	}
+	alone := unshared(&Plan{Spec: p.Spec, Prefixes: []*Prefix{pre}})
+	if n := f.run(t, alone, 1); n != len(pre.Steps)-len(pre.Parent.Steps) {
+		t.Fatalf("rerun without the stem ran %d steps, want its own %d", n, len(pre.Steps)-len(pre.Parent.Steps))
 	}
 }

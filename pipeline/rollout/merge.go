@@ -18,13 +18,19 @@ func init() {
 // order), as the unsharded run refuses to commit: no shard can tell, since
 // each sees only its own tasks.
 func CheckMerge(ctx context.Context, in *shard.MergeInput) error {
-	rows, err := shard.ReadFragmentRows(ctx, in.Lake, in.Fragments, schemas.Trajectories)
-	if err != nil {
-		return err
-	}
 	var s Summary
-	for _, t := range rows {
-		s.Add(Episode{Trajectory: t})
+	for _, f := range in.Fragments {
+		// Shard by shard: the first episode that played out ends the check.
+		rows, err := shard.ReadFragmentRows(ctx, in.Lake, []*shard.Fragment{f}, schemas.Trajectories)
+		if err != nil {
+			return err
+		}
+		for _, t := range rows {
+			if t.Outcome != schemas.OutcomeError {
+				return nil
+			}
+			s.Add(Episode{Trajectory: t})
+		}
 	}
 	return s.AllErrored()
 }

@@ -198,7 +198,10 @@ func experimentRun(c *cli.Context) error {
 	fmt.Fprintln(tw, "BRANCH\tVARIANT\tSEED\tRAN\tRESUMED\tHEAD")
 	for _, b := range append(append([]experiment.BranchResult{}, res.Prefixes...), res.Arms...) {
 		v := b.Variant
-		if v == "" {
+		switch {
+		case b.Stem:
+			v = "(stem)"
+		case v == "":
 			v = "(prefix)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", b.Branch, v, b.Seed, b.Ran, b.Resumed, short12(b.Head))
@@ -296,8 +299,8 @@ type experimentSummary struct {
 	Variants   []string `json:"variants"`
 	Seeds      []string `json:"seeds"`
 	Branches   int      `json:"branches"`
-	Prefixes   int      `json:"prefixes"`
-	Rows       int64    `json:"rows"` // in the experiments table of --branch
+	Prefixes   int      `json:"prefixes"` // prefix branches, stems included
+	Rows       int64    `json:"rows"`     // in the experiments table of --branch
 }
 
 func experimentList(c *cli.Context) error {
