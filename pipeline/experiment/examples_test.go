@@ -31,7 +31,7 @@ func TestExamplesResolve(t *testing.T) {
 		// evaluation (frontier-estimate), after the oracle demonstrations
 		// (the segment mode and K shape the warm start's segments), after
 		// the pool (VeriGen roles shape synthesis).
-		wantStem := map[string]string{"frontier-estimate": "it00-eval", "vcs": "warm-demos", "k-sweep": "warm-demos", "verigen-roles": "pool"}
+		wantStem := map[string]string{"frontier-estimate": "it00-eval", "stems-check": "it00-eval", "vcs": "warm-demos", "k-sweep": "warm-demos", "verigen-roles": "pool"}
 		if last, ok := wantStem[p.Spec.Name]; ok {
 			if len(p.Stems) != seeds {
 				t.Errorf("%s: %d stems, want one per seed", p.Spec.Name, len(p.Stems))
