@@ -471,17 +471,7 @@ func adopt(ctx context.Context, l *lake.Lake, branch, run string, steps []loop.S
 				continue
 			}
 		}
-		keys := make([]string, 0, len(got))
-		for k := range got {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if _, err := l.Tag(ctx, loop.DoneTag(branch, run, k), got[k]); err != nil {
-				return fmt.Errorf("sharing the %s of %s: %w", what, donor, err)
-			}
-		}
-		if _, err := l.CreateBranch(ctx, branch, got[last]); err != nil {
+		if err := shareRun(ctx, l, branch, run, got, got[last]); err != nil {
 			return fmt.Errorf("sharing the %s of %s: %w", what, donor, err)
 		}
 		fmt.Fprintf(log, "%s: the same steps of run %s are committed on %s; shared (snapshot %s), not recomputed\n", what, run, donor, lake.ShortID(got[last]))
@@ -546,17 +536,7 @@ func adoptSteps(ctx context.Context, l *lake.Lake, pre *Prefix, donor, donorRun 
 		fmt.Fprintf(log, "%s: %s ran these steps under %s (this is %s); not shared\n", what, donor, m.CodeVersion, lake.CodeVersion)
 		return nil
 	}
-	keys := make([]string, 0, len(got))
-	for k := range got {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if _, err := l.Tag(ctx, loop.DoneTag(pre.Branch, pre.RunID, k), got[k]); err != nil {
-			return fmt.Errorf("sharing the %s %s: %w", what, donor, err)
-		}
-	}
-	if _, err := l.CreateBranch(ctx, pre.Branch, last); err != nil {
+	if err := shareRun(ctx, l, pre.Branch, pre.RunID, got, last); err != nil {
 		return fmt.Errorf("sharing the %s %s: %w", what, donor, err)
 	}
 	fmt.Fprintf(log, "%s: the first %d steps are committed on %s; shared (snapshot %s), not recomputed\n", what, len(shared), donor, lake.ShortID(last))
@@ -585,6 +565,25 @@ func adoptFromSibling(ctx context.Context, l *lake.Lake, p *Plan, st *Prefix, lo
 		}
 	}
 	return nil
+}
+
+// shareRun gives branch's run the tags got (step keys, and keys with
+// loop.StartedSuffix, as runTags returns them), in key order, and then
+// creates branch at head: tags first, so a kill in between leaves tags a
+// rerun completes (adopt, resumeAdoption).
+func shareRun(ctx context.Context, l *lake.Lake, branch, run string, got map[string]string, head string) error {
+	keys := make([]string, 0, len(got))
+	for k := range got {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, err := l.Tag(ctx, loop.DoneTag(branch, run, k), got[k]); err != nil {
+			return err
+		}
+	}
+	_, err := l.CreateBranch(ctx, branch, head)
+	return err
 }
 
 // runTags are branch's done and start tags of run's steps, by the part
