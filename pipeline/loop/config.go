@@ -60,6 +60,12 @@ type Config struct {
 		LR       float64 `yaml:"lr" json:"lr"`
 		MaxTurns int     `yaml:"max_turns" json:"max_turns"`
 		Batch    int     `yaml:"batch" json:"batch"` // items per SFT step (0: the train stage's default)
+		// Coverage is the fraction of each task family's training tasks
+		// that get demonstrations (rollout --coverage): 1 demonstrates
+		// every task; less leaves instances that only RL's rollouts reach.
+		// RunID hashes 1 as left out, so configs from before it keep
+		// their run id.
+		Coverage float64 `yaml:"coverage" json:"coverage,omitempty"`
 	} `yaml:"warmstart" json:"warmstart"`
 
 	InitialPass struct {
@@ -140,6 +146,7 @@ func Default() Config {
 	c.Seed, c.Iterations, c.Workers, c.Report, c.Policy = 1, 4, 2, "out/report.html", "causal"
 	c.Synthesize.Count, c.Synthesize.Backend = 30, "builtin"
 	c.Warmstart.Demos, c.Warmstart.Steps, c.Warmstart.LR, c.Warmstart.MaxTurns, c.Warmstart.Batch = 1, 400, 1e-2, 40, 8
+	c.Warmstart.Coverage = 1
 	c.InitialPass.N = 2
 	c.Sample.Sampler, c.Sample.Batch, c.Sample.Alpha, c.Sample.PMin, c.Sample.PMax = "frontier", 16, 0.2, 0.1, 0.9
 	c.Sample.EMABeta, c.Sample.ICSRatio, c.Sample.ReplayCap = 0.7, 0.025, 3
@@ -223,6 +230,7 @@ func (c Config) Validate() error {
 		}
 	}
 	check(c.Warmstart.Batch >= 0, "warmstart.batch is %d, want >= 0", c.Warmstart.Batch)
+	check(c.Warmstart.Coverage > 0 && c.Warmstart.Coverage <= 1, "warmstart.coverage is %v, want a fraction in (0, 1] (1: every training task)", c.Warmstart.Coverage)
 	switch c.Train.Advantage {
 	case "grpo", "stepo", "naive":
 	default:

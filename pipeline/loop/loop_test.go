@@ -351,3 +351,52 @@ func TestExampleConfigsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestCoverageKeepsRunIDs: warmstart.coverage 1 (every training task
+// demonstrated) is the default and names the run that configs from before
+// the field named (the golden ids are RunID(Default()) at seeds 1 and 2 as
+// committed by cualake/0.1.6), so a lake's warm starts and arms are still
+// found; a fraction is another run, and its demonstrations step says it.
+func TestCoverageKeepsRunIDs(t *testing.T) {
+	c := Default()
+	if c.Warmstart.Coverage != 1 {
+		t.Fatalf("default coverage %v, want 1", c.Warmstart.Coverage)
+	}
+	if got := RunID(c); got != "5319d0077d35" {
+		t.Fatalf("default run id %s, want 0.1.6's 5319d0077d35", got)
+	}
+	c.Seed = 2
+	if got := RunID(c); got != "abc4470c632c" {
+		t.Fatalf("seed 2 run id %s, want 0.1.6's abc4470c632c", got)
+	}
+	demoFlags := func(c Config) string {
+		for _, s := range Plan(c) {
+			if s.Key == "warm-demos" {
+				return strings.Join(s.Flags, " ")
+			}
+		}
+		t.Fatal("no warm-demos step")
+		return ""
+	}
+	if f := demoFlags(c); strings.Contains(f, "--coverage") {
+		t.Fatalf("coverage 1 passes a flag: %s", f)
+	}
+	part := c
+	part.Warmstart.Coverage = 0.25
+	if RunID(part) == RunID(c) {
+		t.Fatal("coverage 0.25 names the default's run")
+	}
+	if f := demoFlags(part); !strings.Contains(f, "--coverage 0.25") {
+		t.Fatalf("warm-demos flags %q lack --coverage 0.25", f)
+	}
+	if err := part.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []float64{0, -0.5, 1.5, math.NaN()} {
+		b := c
+		b.Warmstart.Coverage = bad
+		if err := b.Validate(); err == nil || !strings.Contains(err.Error(), "warmstart.coverage") {
+			t.Fatalf("coverage %v: %v", bad, err)
+		}
+	}
+}

@@ -70,7 +70,10 @@ func Plan(c Config) []Step {
 	}
 	demoFlags := []string{"--policy", "oracle", "--source", "warmstart", "--split", "train", "--n", itoa(c.Warmstart.Demos),
 		"--max-turns", itoa(c.Warmstart.MaxTurns), "--seed", seedOf(c, 2), "--workers", w}
-	add("warm-demos", "warm start: oracle demonstrations", 0.009*pool*float64(c.Warmstart.Demos), -1, []string{"rollout"}, demoFlags...)
+	if c.Warmstart.Coverage != 1 {
+		demoFlags = append(demoFlags, "--coverage", ftoa(c.Warmstart.Coverage))
+	}
+	add("warm-demos", "warm start: oracle demonstrations", 0.009*pool*float64(c.Warmstart.Demos)*max(c.Warmstart.Coverage, 0.1), -1, []string{"rollout"}, demoFlags...)
 	sftFlags := []string{"--objective", "sft", "--steps", itoa(c.Warmstart.Steps), "--lr", ftoa(c.Warmstart.LR), "--seed", seedOf(c, 3)}
 	if c.Warmstart.Batch > 0 {
 		sftFlags = append(sftFlags, "--batch", itoa(c.Warmstart.Batch))

@@ -33,6 +33,8 @@ Example:
    cualake rollout --policy random --n 8 --limit-tasks 20 --workers 2 --json
    cualake rollout --policy checkpoint --tasks files-rename-003,sheet-sum-010
    cualake rollout --policy oracle --n 4 --shard 2/8   (tasks of shard 2 of 8; then cualake lake merge)
+   cualake rollout --policy oracle --source warmstart --split train --n 1 --coverage 0.25 --seed 2
+      (demonstrations of a quarter of each family's training tasks)
    cualake rollout --policy openai --env osworld --osworld-url http://192.168.1.5:5000 --n 1
 
 Before any episode every task is checked against the environment (cualake simdesk coverage): tasks it
@@ -54,6 +56,7 @@ cannot see this (it sees only its tasks): lake merge checks all shards' episodes
 			&cli.BoolFlag{Name: "tree-only", Usage: "skip screenshots (faster)"},
 			&cli.StringFlag{Name: "source", Value: "rollout", Usage: "rollout (training), eval (held-out evaluation, never trained on) or warmstart (demonstrations)"},
 			&cli.StringFlag{Name: "split", Usage: "only tasks of this split (train or heldout)"},
+			&cli.Float64Flag{Name: "coverage", Value: 1, Usage: "roll out ceil(F x n) of each task family's n tasks, picked by --seed (VeriGen's tasks: of each app's); 1: all. For demonstrations that cover every family but not every instance"},
 			&cli.IntFlag{Name: "iteration", Value: -1, Usage: "record episodes under this iteration (default: the batch's, or the next)"},
 			&cli.StringFlag{Name: "endpoint", EnvVars: []string{"OPENAI_BASE_URL"}, Usage: "openai policy: base URL of an OpenAI-compatible server"},
 			&cli.StringFlag{Name: "model", Usage: "openai policy: model name"},
@@ -116,6 +119,9 @@ func checkRolloutFlags(c *cli.Context) error {
 		if _, err := intFlag(c, r.name, r.lo, r.hi); err != nil {
 			return err
 		}
+	}
+	if f := c.Float64("coverage"); !(f > 0 && f <= 1) { // NaN fails too
+		return usageErr("--coverage is %v, want a fraction in (0, 1] (1: every task)", f)
 	}
 	if m := segment.Mode(c.String("context")); !slices.Contains(segment.Modes, m) {
 		return usageErr("--context %q: want window, step or trajectory", m)
@@ -214,6 +220,15 @@ func runRollout(c *cli.Context) error {
 		if len(ids) == 0 {
 			fmt.Fprintf(c.App.Writer, "rollout --recalibrate: no task of the split is out of the pool; nothing to do\n")
 			return nil
+		}
+	}
+	coverage := c.Float64("coverage")
+	if coverage != 1 {
+		if ids != nil || plan.FromBatch {
+			return usageErr("--coverage: it picks from the pool, not from --tasks or a batch (run it before sample, or without --tasks)")
+		}
+		if plan.Tasks, err = rollout.Cover(plan.Tasks, coverage, c.Int64("seed")); err != nil {
+			return err
 		}
 	}
 	tasks, err := rollout.SelectTasks(plan.Tasks, ids, c.Int("limit-tasks"))
@@ -363,6 +378,10 @@ func runRollout(c *cli.Context) error {
 	}
 	out.Summary = sum
 	extra := map[string]any{"policy_version": f.Version(), "tasks": selected, "from_batch": plan.FromBatch, "pool": plan.PoolFrom, "reward": reward}
+	if coverage != 1 {
+		// only when set, so that runs without it keep their params
+		extra["coverage"] = coverage
+	}
 	if refill != nil {
 		// the extra rollouts DAPO spends on this iteration
 		extra["dapo_refill"] = map[string]any{"informative_before": refill.Informative, "groups_before": refill.Groups,

@@ -12,6 +12,7 @@ import (
 	"github.com/cualake/cualake/pipeline/rollout"
 	"github.com/cualake/cualake/pipeline/simdesk"
 	"github.com/cualake/cualake/pipeline/simdesk/server"
+	"github.com/cualake/cualake/schemas"
 )
 
 func TestRolloutCommitsTrajectories(t *testing.T) {
@@ -161,5 +162,56 @@ func TestRolloutEnvOSWorld(t *testing.T) {
 		bool_and(s.observation in (select hash from blobs)) from trajectories t join steps s using (trajectory_id)`)
 	if err != nil || !strings.HasSuffix(q, "\n2,6,0,true\n") {
 		t.Fatalf("episodes over OSWorld's protocol: %q %v\n%s", q, err, out)
+	}
+}
+
+// TestRolloutCoverage: --coverage 0.25 demonstrates a quarter of each
+// family's training tasks (the pick rollout.Cover makes with the run's
+// seed), records the fraction in the snapshot's params, and is refused
+// outside (0, 1] or together with --tasks, naming the flag.
+func TestRolloutCoverage(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "lake")
+	t.Setenv("CUALAKE_LAKE", dir)
+	for _, args := range [][]string{{"--coverage", "0"}, {"--coverage", "1.5"}, {"--coverage", "NaN"},
+		{"--coverage", "0.5", "--tasks", "files-rename-001"}} {
+		_, err := run(t, append([]string{"rollout", "--policy", "oracle", "--n", "1", "--tree-only"}, args...)...)
+		if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--coverage") {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	out, err := run(t, "rollout", "--policy", "oracle", "--source", "warmstart", "--split", "train", "--n", "1",
+		"--tree-only", "--coverage", "0.25", "--seed", "2002", "--workers", "2", "--json")
+	if err != nil {
+		t.Fatalf("rollout: %v\n%s", err, out)
+	}
+	var train []schemas.Task
+	for _, task := range simdesk.Pool() {
+		if task.Split == "train" {
+			train = append(train, task)
+		}
+	}
+	want, err := rollout.Cover(train, 0.25, 2002)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, task := range want {
+		ids = append(ids, "'"+task.TaskID+"'")
+	}
+	out, err = run(t, "query", "--format", "csv", fmt.Sprintf(`select count(*), count(*) filter (where task_id in (%s)),
+		count(distinct regexp_replace(task_id, '-[0-9]+$', '')) from trajectories`, strings.Join(ids, ",")))
+	families := map[string]bool{}
+	for _, task := range train {
+		families[simdesk.FamilyOf(task.TaskID)] = true
+	}
+	if line := fmt.Sprintf("%d,%d,%d\n", len(want), len(want), len(families)); err != nil || !strings.HasSuffix(out, line) {
+		t.Fatalf("trajectories (all, picked, families): %q %v, want %q (of %d training tasks)", out, err, line, len(train))
+	}
+	if len(want) >= len(train)/2 {
+		t.Fatalf("picked %d of %d", len(want), len(train))
+	}
+	out, err = run(t, "lake", "show", "--json")
+	if err != nil || !strings.Contains(out, `"coverage": 0.25`) {
+		t.Fatalf("params lack the coverage: %v\n%s", err, out)
 	}
 }
