@@ -24,17 +24,17 @@ func TestExamplesResolve(t *testing.T) {
 			"vcs": 2 * seeds, "vcs-quick": 2, "k-sweep": 5 * seeds,
 			// The initial pass differs: two prefixes, one warm start (a stem).
 			"frontier-estimate": 2 * seeds,
-			// The demonstrations differ: two warm starts on one pool.
-			"demo-coverage": 2 * seeds}
+			// The demonstrations differ: two warm starts on one pool, and
+			// two initial passes of the partial one.
+			"demo-coverage": 3 * seeds}
 		if n, ok := want[p.Spec.Name]; ok && len(p.Prefixes) != n {
 			t.Errorf("%s: %d prefixes, want %d", p.Spec.Name, len(p.Prefixes), n)
 		}
 		// One stem per seed where prefixes part: after the warm start's
 		// evaluation (frontier-estimate), after the oracle demonstrations
 		// (the segment mode and K shape the warm start's segments), after
-		// the pool (VeriGen roles shape synthesis), after synthesis (the
-		// demonstrations' coverage).
-		wantStem := map[string]string{"demo-coverage": "synthesize", "frontier-estimate": "it00-eval", "stems-check": "it00-eval", "vcs": "warm-demos", "k-sweep": "warm-demos", "verigen-roles": "pool"}
+		// the pool (VeriGen roles shape synthesis).
+		wantStem := map[string]string{"frontier-estimate": "it00-eval", "stems-check": "it00-eval", "vcs": "warm-demos", "k-sweep": "warm-demos", "verigen-roles": "pool"}
 		if last, ok := wantStem[p.Spec.Name]; ok {
 			if len(p.Stems) != seeds {
 				t.Errorf("%s: %d stems, want one per seed", p.Spec.Name, len(p.Stems))
@@ -43,6 +43,17 @@ func TestExamplesResolve(t *testing.T) {
 				if got := st.Steps[len(st.Steps)-1].Key; got != last {
 					t.Errorf("%s: stem ends at %s, want %s", p.Spec.Name, got, last)
 				}
+			}
+		}
+		// Nested stems: every variant shares the pool and synthesis; the
+		// two of partial coverage share their warm start too.
+		if p.Spec.Name == "demo-coverage" {
+			ends := map[string]int{}
+			for _, st := range p.Stems {
+				ends[st.Steps[len(st.Steps)-1].Key]++
+			}
+			if len(ends) != 2 || ends["synthesize"] != seeds || ends["it00-eval"] != seeds {
+				t.Errorf("demo-coverage: stems end at %v, want synthesize and it00-eval once per seed", ends)
 			}
 		}
 	}
