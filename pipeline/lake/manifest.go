@@ -38,8 +38,11 @@ const FormatVersion = 1
 // turn whose response is no action on the screen, instead of executing it.
 // 0.1.6: the causal policy's last layer computes queries, feed-forward and
 // logits only at the rows a loss or a decoding step reads (the same model;
-// its floats round differently).
-const CodeVersion = "cualake/0.1.6"
+// its floats round differently). 0.1.7: the pointer view's decoder reads a
+// response only when the whole of it is the action, so a response that runs
+// on past its action ("type w6 w6 w6 w6", "done e17") is no action, and the
+// checkpoint policy draws again instead of executing its first words.
+const CodeVersion = "cualake/0.1.7"
 
 // File is one immutable data file of a table.
 type File struct {

@@ -792,6 +792,9 @@ func cutSpan(s, cut string) string {
 	return strings.Trim(s, cut)
 }
 
+// maxHotkeyKeys bounds a chord: modifiers and one key ("ctrl shift s").
+const maxHotkeyKeys = 4
+
 func wordOffsets(s string) (starts, ends []int) {
 	in := false
 	for i, r := range s {
@@ -813,7 +816,11 @@ func wordOffsets(s string) (starts, ends []int) {
 // Decode turns the policy's action text back into an environment action,
 // resolving element pointers against the observation and instruction
 // references against the instruction. Text it cannot read is an "unknown"
-// action, which the environment records as a no-op with an error.
+// action, which the environment records as a no-op with an error (and
+// which the checkpoint policy redraws). The whole text must be the action:
+// a response that runs on past it ("type w6 w6 w6 w6", "done e17 button")
+// is unknown, not the action its first words would make, so that the
+// policy is never rewarded for a malformed response that happened to work.
 func Decode(text string, elems []Element, instruction string) schemas.Action {
 	f := strings.Fields(text)
 	unknown := schemas.Action{Kind: schemas.ActionUnknown, Text: text}
@@ -883,15 +890,22 @@ func Decode(text string, elems []Element, instruction string) schemas.Action {
 			i, err1 := strconv.Atoi(args[0][1:])
 			j, err2 := strconv.Atoi(args[1][1:])
 			starts, ends := wordOffsets(instruction)
-			if err1 != nil || err2 != nil || i < 0 || j < i || j >= len(ends) {
+			if err1 != nil || err2 != nil || i < 0 || j < i || j >= len(ends) || len(args) > 3 {
 				return unknown
 			}
 			body = instruction[starts[i]:ends[j]]
-			if len(args) > 2 {
+			if len(args) == 3 {
+				// Only a trim marker may follow the span: anything else is
+				// a response that ran on past its action ("type w6 w6 w6"),
+				// which must not execute as if it were "type w6 w6".
+				trimmed := false
 				for _, tr := range spanTrims {
-					if tr.marker == args[2] {
-						body = cutSpan(body, tr.cut)
+					if tr.marker != "" && tr.marker == args[2] {
+						body, trimmed = cutSpan(body, tr.cut), true
 					}
+				}
+				if !trimmed {
+					return unknown
 				}
 			}
 		case len(args) == 3 && args[0] == "lines":
@@ -935,8 +949,13 @@ func Decode(text string, elems []Element, instruction string) schemas.Action {
 		}
 		return schemas.Action{Kind: "key", Keys: keys, Amount: n}
 	case "hotkey":
-		if len(f) < 3 {
+		if len(f) < 3 || len(f) > 1+maxHotkeyKeys {
 			return unknown
+		}
+		for _, key := range f[1:] {
+			if _, err := action.NormalizeKey(key); err != nil {
+				return unknown
+			}
 		}
 		return schemas.Action{Kind: "hotkey", Keys: f[1:]}
 	case "scroll":
@@ -948,11 +967,18 @@ func Decode(text string, elems []Element, instruction string) schemas.Action {
 			return unknown
 		}
 		a := schemas.Action{Kind: "scroll", Direction: f[1], Amount: int32(n)}
-		if x, y, _, ok := point(f[3:]); ok {
+		if len(f) > 3 {
+			x, y, rest, ok := point(f[3:])
+			if !ok || len(rest) > 0 {
+				return unknown
+			}
 			a.X, a.Y = x, y
 		}
 		return a
 	case "wait", "done", "fail":
+		if len(f) > 1 {
+			return unknown // "done e17 button ...": a run-on, not a final answer
+		}
 		return schemas.Action{Kind: k}
 	}
 	return unknown

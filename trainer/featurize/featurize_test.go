@@ -52,10 +52,31 @@ func TestOracleActionsRoundTrip(t *testing.T) {
 }
 
 func TestDecodeGarbage(t *testing.T) {
-	for _, s := range []string{"", "click", "click e99", "type w9 w2", "drag e0", "scroll down x", "hotkey ctrl", "fly away"} {
+	for _, s := range []string{"", "click", "click e99", "type w9 w2", "drag e0", "scroll down x", "hotkey ctrl", "fly away",
+		// Run-ons: the action's words followed by more of the context
+		// (as a policy writes them when it does not stop). Their first
+		// words alone would make a valid action.
+		"type w0 w1 w1 w1", "type w0 w1 e0 nl", "type w0 w0 q q", "done e0", "fail button close", "wait again",
+		"hotkey ctrl s e0", "hotkey ctrl+shift+n e0", "hotkey ctrl s a b c", "scroll down 1 e0 e0", "scroll down 1 nowhere"} {
 		if a := Decode(s, []Element{{X: 1, Y: 2}}, "a b"); a.Kind != "unknown" {
 			t.Errorf("%q decoded to %+v", s, a)
 		}
+	}
+	// The well-formed neighbours of those run-ons still decode.
+	for s, want := range map[string]schemas.Action{
+		"type w0 w1 nl":   {Kind: "type", Text: "a b\n"},
+		"type w0 w1 trim": {Kind: "type", Text: "a b"},
+		"done":            {Kind: "done"},
+		"hotkey ctrl s":   {Kind: "hotkey", Keys: []string{"ctrl", "s"}},
+		"scroll down 1":   {Kind: "scroll", Direction: "down", Amount: 1},
+	} {
+		if a := Decode(s, []Element{{X: 1, Y: 2}}, "a b"); !reflect.DeepEqual(a, want) {
+			t.Errorf("%q decoded to %+v, want %+v", s, a, want)
+		}
+	}
+	x, y := int32(1), int32(2)
+	if a := Decode("scroll down 1 e0", []Element{{X: 1, Y: 2}}, "a b"); !reflect.DeepEqual(a, schemas.Action{Kind: "scroll", Direction: "down", Amount: 1, X: &x, Y: &y}) {
+		t.Errorf("scroll at e0 decoded to %+v", a)
 	}
 }
 
