@@ -175,10 +175,7 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 		if done, err := hasBranch(ctx, l, pre.Branch); err != nil || done {
 			return err
 		}
-		if err := resumeAdoption(ctx, l, pre); err != nil {
-			return err
-		}
-		if done, err := hasBranch(ctx, l, pre.Branch); err != nil || done {
+		if resumed, err := resumeAdoption(ctx, l, pre); err != nil || resumed {
 			return err
 		}
 		if stems[pre] != nil {
@@ -491,11 +488,12 @@ func hasBranch(ctx context.Context, l *lake.Lake, name string) (bool, error) {
 // resumeAdoption finishes an adoption that a kill cut short after the
 // tags: pre has no branch but done tags for its first steps (adoptSteps
 // writes tags first), so its branch is created at the last of them, as
-// adopt does for a complete set, whatever the plan's stems are now.
-func resumeAdoption(ctx context.Context, l *lake.Lake, pre *Prefix) error {
+// adopt does for a complete set, whatever the plan's stems are now. It
+// reports whether it created the branch.
+func resumeAdoption(ctx context.Context, l *lake.Lake, pre *Prefix) (bool, error) {
 	tags, err := l.Tags(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	last := ""
 	for _, s := range pre.Steps {
@@ -506,10 +504,12 @@ func resumeAdoption(ctx context.Context, l *lake.Lake, pre *Prefix) error {
 		last = id
 	}
 	if last == "" {
-		return nil
+		return false, nil
 	}
-	_, err = l.CreateBranch(ctx, pre.Branch, last)
-	return err
+	if _, err := l.CreateBranch(ctx, pre.Branch, last); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // adoptSteps gives pre the first len(shared) steps that donor's run has

@@ -792,9 +792,6 @@ func cutSpan(s, cut string) string {
 	return strings.Trim(s, cut)
 }
 
-// maxHotkeyKeys bounds a chord: modifiers and one key ("ctrl shift s").
-const maxHotkeyKeys = 4
-
 func wordOffsets(s string) (starts, ends []int) {
 	in := false
 	for i, r := range s {
@@ -812,6 +809,9 @@ func wordOffsets(s string) (starts, ends []int) {
 	}
 	return starts, ends
 }
+
+// maxHotkeyKeys bounds a chord: modifiers and one key ("ctrl shift s").
+const maxHotkeyKeys = 4
 
 // Decode turns the policy's action text back into an environment action,
 // resolving element pointers against the observation and instruction
