@@ -26,7 +26,9 @@ func TestExamplesResolve(t *testing.T) {
 			"frontier-estimate": 2 * seeds,
 			// The demonstrations differ: two warm starts on one pool, and
 			// two initial passes of the partial one.
-			"demo-coverage": 3 * seeds}
+			"demo-coverage": 3 * seeds,
+			// One variant: the partial warm start and its initial pass of 8.
+			"rl-budget": seeds}
 		if n, ok := want[p.Spec.Name]; ok && len(p.Prefixes) != n {
 			t.Errorf("%s: %d prefixes, want %d", p.Spec.Name, len(p.Prefixes), n)
 		}

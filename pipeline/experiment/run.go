@@ -167,7 +167,8 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 	var ensure func(st *Prefix) (string, error)
 	// prepare shares what pre can take without running: another
 	// experiment's equal prefix (adoptPrefix), a sibling prefix's steps
-	// (for a stem), or its stem's, computed first if need be.
+	// (for a stem), another experiment's leading steps (adoptRecorded), or
+	// its stem's, computed first if need be.
 	prepare := func(pre *Prefix) error {
 		if err := adoptPrefix(ctx, l, pre, log.with(pre.Branch)); err != nil {
 			return err
@@ -186,8 +187,20 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 				return err
 			}
 		}
+		// Another experiment's recorded steps, where they reach beyond
+		// what pre's own stem would give it.
+		fromStem := 0
+		if pre.Parent != nil {
+			fromStem = len(pre.Parent.Steps)
+		}
+		if err := adoptRecorded(ctx, l, pre, fromStem, log.with(pre.Branch)); err != nil {
+			return err
+		}
 		if pre.Parent == nil {
 			return nil
+		}
+		if done, err := hasBranch(ctx, l, pre.Branch); err != nil || done {
+			return err
 		}
 		if _, err := ensure(pre.Parent); errors.Is(err, errStemOtherCode) {
 			return nil // runs alone, from the fork point
@@ -391,6 +404,9 @@ func runPrefix(ctx context.Context, l *lake.Lake, p *Plan, pre *Prefix, from str
 	}
 	steps, err := loop.RunSteps(ctx, b, pre.RunID, pre.Steps, opt.Executor(pre.Branch, log), log)
 	if err != nil {
+		return br, err
+	}
+	if err := recordSteps(ctx, l, pre); err != nil {
 		return br, err
 	}
 	count(&br, steps)

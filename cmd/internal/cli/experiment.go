@@ -42,7 +42,8 @@ Example:
 that fails validation) stops it before anything runs. What is committed is never redone: a rerun after a
 kill continues. Branches fork from --branch (default main), whose experiments table receives the rows.
 A prefix that another experiment in the lake has committed with the same steps and seed is shared,
-not recomputed. --seeds runs some of the file's seeds (a long experiment over several jobs).
+not recomputed, and so are the leading steps (the warm start, say) that another experiment's finished
+prefix recorded (docs/experiments.md, "Leading steps across experiments"). --seeds runs some of the file's seeds (a long experiment over several jobs).
 
 Example:
    cualake experiment run examples/experiments/samplers.yaml --workers 2 --json

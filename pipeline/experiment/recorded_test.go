@@ -1,0 +1,139 @@
+package experiment
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/loop"
+)
+
+// onePrefix loads an experiment of one variant and seed 1 and returns its
+// plan (prefixes only: the fake steps commit no tables to collect).
+func onePrefix(t *testing.T, name, set string) *Plan {
+	t.Helper()
+	dir := t.TempDir()
+	write(t, dir, "base.yaml", base)
+	p, err := Load(write(t, dir, name+".yaml", "name: "+name+"\nbase: base.yaml\nseeds: [1]\nvariants:\n  - {name: v, set: {"+set+"}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Prefixes) != 1 || len(p.Stems) != 0 {
+		t.Fatalf("%s: %d prefixes, %d stems", name, len(p.Prefixes), len(p.Stems))
+	}
+	p.Arms = nil
+	p.Prefixes[0].Arms = nil
+	return p
+}
+
+func doneAt(t *testing.T, l *lake.Lake, pre *Prefix, key string) string {
+	t.Helper()
+	tags, err := l.Tags(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := tags[loop.DoneTag(pre.Branch, pre.RunID, key)]
+	if id == "" {
+		t.Fatalf("%s has no done tag for %s", pre.Branch, key)
+	}
+	return id
+}
+
+// A new experiment whose prefix parts from an earlier experiment's after
+// the warm start (another initial pass) runs only the steps after it, on
+// the earlier one's snapshots; a rerun runs nothing.
+func TestRecordedStepsAreSharedAcrossExperiments(t *testing.T) {
+	a, b := onePrefix(t, "first", ""), onePrefix(t, "second", "initial_pass.n: 8")
+	pa, pb := a.Prefixes[0], b.Prefixes[0]
+	shared := sharedSteps(pa.Steps, pb.Steps)
+	if shared == 0 || shared == len(pb.Steps) || pb.Steps[shared-1].Key == PrefixEnd {
+		t.Fatalf("the two prefixes share %d of %d steps: the test needs them to part at the initial pass", shared, len(pb.Steps))
+	}
+	f := &fakeSteps{l: openTestLake(t)}
+	if n := f.run(t, a, 1); n != len(pa.Steps) {
+		t.Fatalf("first: %d steps ran, want %d", n, len(pa.Steps))
+	}
+	if n := f.run(t, b, 1); n != len(pb.Steps)-shared {
+		t.Fatalf("second: %d steps ran, want its %d own (the first %d recorded by the first experiment)", n, len(pb.Steps)-shared, shared)
+	}
+	for _, s := range pb.Steps[:shared] {
+		if got, want := doneAt(t, f.l, pb, s.Key), doneAt(t, f.l, pa, s.Key); got != want {
+			t.Fatalf("step %s: second at %s, want the first's %s", s.Key, lake.ShortID(got), lake.ShortID(want))
+		}
+	}
+	if doneAt(t, f.l, pb, PrefixEnd) == doneAt(t, f.l, pa, PrefixEnd) {
+		t.Fatal("the initial passes differ but share a snapshot")
+	}
+	if n := f.run(t, b, 1); n != 0 {
+		t.Fatalf("a rerun ran %d steps", n)
+	}
+}
+
+// A prefix that finished before steps were recorded (or ran outside an
+// experiment) records them when its experiment runs again, so the next
+// experiment shares them; and where two lineages computed the same steps,
+// only the first is recorded, so adopted steps always lie on one lineage.
+func TestRecordingKeepsOneLineage(t *testing.T) {
+	ctx := context.Background()
+	a, b, c := onePrefix(t, "first", ""), onePrefix(t, "second", "initial_pass.n: 8"), onePrefix(t, "third", "initial_pass.n: 4")
+	pa, pb := a.Prefixes[0], b.Prefixes[0]
+	f := &fakeSteps{l: openTestLake(t)}
+	// Both run their steps as before recording: each its own lineage.
+	root, err := forkPoint(ctx, f.l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, pre := range []*Prefix{pa, pb} {
+		if i == 1 { // fork the second from another snapshot
+			if err := f.executor(lake.MainRef, io.Discard)(ctx, []string{"elsewhere"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if root, err = f.l.Head(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := f.l.CreateBranch(ctx, pre.Branch, root); err != nil {
+			t.Fatal(err)
+		}
+		on, err := f.l.OnBranch(pre.Branch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loop.RunSteps(ctx, on, pre.RunID, pre.Steps, f.executor(pre.Branch, io.Discard), io.Discard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if doneAt(t, f.l, pa, pa.Steps[0].Key) == doneAt(t, f.l, pb, pb.Steps[0].Key) {
+		t.Fatal("the two prefixes ran on one lineage; the test needs two")
+	}
+	// The second experiment's rerun records its steps; the first's then
+	// finds them recorded from the other lineage and records none.
+	if n := f.run(t, b, 1); n != 0 {
+		t.Fatalf("rerun of a finished prefix ran %d steps", n)
+	}
+	if n := f.run(t, a, 1); n != 0 {
+		t.Fatalf("rerun of a finished prefix ran %d steps", n)
+	}
+	tags, err := f.l.Tags(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range pb.Steps {
+		if got := tags[stepsTag(pb.Steps[:i+1])]; got != doneAt(t, f.l, pb, s.Key) {
+			t.Fatalf("depth %d: recorded at %s, want the second's %s", i+1, lake.ShortID(got), lake.ShortID(doneAt(t, f.l, pb, s.Key)))
+		}
+	}
+	if _, ok := tags[stepsTag(pa.Steps)]; ok {
+		t.Fatal("the first's initial pass was recorded on top of the second's lineage")
+	}
+	// The third shares the second's warm start and runs its initial pass.
+	pc := c.Prefixes[0]
+	shared := sharedSteps(pb.Steps, pc.Steps)
+	if n := f.run(t, c, 1); n != len(pc.Steps)-shared {
+		t.Fatalf("third: %d steps ran, want %d", n, len(pc.Steps)-shared)
+	}
+	if got, want := doneAt(t, f.l, pc, pc.Steps[shared-1].Key), doneAt(t, f.l, pb, pb.Steps[shared-1].Key); got != want {
+		t.Fatalf("third forks at %s, want the second's %s", lake.ShortID(got), lake.ShortID(want))
+	}
+}
