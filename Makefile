@@ -5,7 +5,7 @@ BIN := ./bin
 STAGES := synthesize rollout segment sample train audit
 LAKE ?= ./data/lake
 
-.PHONY: setup build test bench bench-startup bench-scaling bench-check demo fmt vet clean
+.PHONY: setup build test bench bench-startup bench-scaling bench-segments bench-check demo fmt vet clean
 
 setup:
 	@scripts/setup.sh
@@ -41,6 +41,18 @@ bench-scaling: build
 	@scripts/bench-scaling.sh bench/out
 	@go run bench/report.go -only scaling bench/out bench/results.md > /dev/null
 	@echo "bench-scaling: bench/results.md (section Scaling)"
+
+# ScaleCUA Fig. 6(b) and Fig. 5 alone (about 30 min on 2 cores): rebuilds
+# the committed rollouts with this build, then trains each segmentation;
+# the section of bench/results.md is replaced (naming this run's machine,
+# date and code version), the rest kept.
+bench-segments: build
+	@mkdir -p bench/out
+	@rm -rf bench/out/seg-lake bench/out/seg-lake.ready bench/out/seg-*.json
+	@{ scripts/bench-machine.sh; echo "code=$$($(BIN)/cualake --version | awk '{print $$NF}')"; } > bench/out/segments-machine.txt
+	@scripts/bench-segments.sh > bench/out/segments.log 2>&1 || { tail -20 bench/out/segments.log; exit 1; }
+	@go run bench/report.go -only segments bench/out bench/results.md > /dev/null
+	@echo "bench-segments: bench/results.md (section Visual Context Segmentation)"
 
 # a quick run (each measurement once) against the committed table: prints the
 # rows that moved by more than 2x. For people, not a CI gate.

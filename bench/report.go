@@ -85,10 +85,10 @@ func parseGo(path string) (map[string]map[string][]float64, map[string]map[strin
 }
 
 func main() {
-	only := flag.String("only", "", "render only these sections (comma-separated: scaling, queries, startup) and put them in place of the same sections of OUT, keeping the rest of it")
+	only := flag.String("only", "", "render only these sections (comma-separated: scaling, queries, startup, segments) and put them in place of the same sections of OUT, keeping the rest of it")
 	flag.Parse()
 	if flag.NArg() != 2 {
-		fmt.Fprintln(os.Stderr, "usage: go run bench/report.go [-only scaling,queries,startup] OUTDIR RESULTS.md")
+		fmt.Fprintln(os.Stderr, "usage: go run bench/report.go [-only scaling,queries,startup,segments] OUTDIR RESULTS.md")
 		os.Exit(2)
 	}
 	dir, out := flag.Arg(0), flag.Arg(1)
@@ -103,8 +103,14 @@ func main() {
 			case "queries":
 				_, values := parseGo(filepath.Join(dir, "go.txt"))
 				queriesSection(&b, values)
+			case "segments":
+				segmentsSection(&b, readJSON(filepath.Join(dir, "segments.json")))
+				// Not the header's run: say which run this section is.
+				if b.Len() > 0 {
+					segmentsProvenance(&b, filepath.Join(dir, "segments-machine.txt"))
+				}
 			default:
-				fail(fmt.Errorf("-only %s: want scaling, queries or startup", name))
+				fail(fmt.Errorf("-only %s: want scaling, queries, startup or segments", name))
 			}
 		}
 		if b.Len() == 0 {
@@ -309,6 +315,23 @@ func segmentsSection(b *strings.Builder, seg map[string]any) {
 		fmt.Fprintf(b, "\nstep / window training time: **%.2fx** (ScaleCUA Fig. 6(b): 2.83x end to end, actor phase 485 s -> 154 s; goal >= 2.5x: %s); "+
 			"step / window tokens: %.2fx.\n", r, verdict(r >= 2.5, fmt.Sprintf("%.2fx", r), ""), get("step", "tokens")/get("window", "tokens"))
 	}
+}
+
+// segmentsProvenance names the run of a section rendered alone (`make
+// bench-segments`): its machine, date and code version, from the key=value
+// lines the Makefile wrote before it.
+func segmentsProvenance(b *strings.Builder, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fail(fmt.Errorf("-only segments: %w (written by make bench-segments)", err))
+	}
+	var parts []string
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			parts = append(parts, fmt.Sprintf("%s: %s", k, v))
+		}
+	}
+	fmt.Fprintf(b, "\nThis section is one `make bench-segments` run, not the `make bench` run of the header: %s.\n", strings.Join(parts, "; "))
 }
 
 // machineHeader prints scripts/bench.sh's machine.txt (key=value lines:
