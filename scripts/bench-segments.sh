@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ScaleCUA Figure 6(b) and Figure 5 in shape, with the causal policy
 # (trainer/causal) on the embedded simulator: one iteration's committed
-# rollouts (32 tasks x 8, window context K = Delta = 5) are segmented in
+# rollouts (a frontier batch of 32 tasks after an initial pass of 2, groups
+# of 8, window context K = Delta = 5) are segmented in
 # trajectory, step and window mode, and in window mode for K = Delta in
 # {1, 3, 5, 8, 15}; each segmentation is trained with GRPO for the same
 # optimiser steps over the same groups (mini-batches of 4 whole groups, 8
@@ -34,7 +35,14 @@ if [ ! -f "$base.ready" ]; then
   $C rollout --lake "$base" --policy oracle --source warmstart --split train --n 1 --max-turns 40 --seed 1002 --workers 2 --json > /dev/null
   $C segment --lake "$base" --view pointer --image-tokens 8 --mode window --k 5 --delta 5 --json > /dev/null
   $C train --lake "$base" --objective sft --policy causal --seed 1003 --json > "$out/seg-sft.json"
-  $C rollout --lake "$base" --policy checkpoint --split train --limit-tasks 32 --n 8 --max-turns 30 --context window --k 5 --delta 5 \
+  # One iteration as the loop runs it: an initial pass of 2 over the
+  # training pool, a frontier batch of 32, its groups of 8. (The first 32
+  # tasks of the pool, as before cualake/0.1.7, left 2 groups of mixed
+  # outcome under 0.1.7's warm start: too few to train on.)
+  $C rollout --lake "$base" --policy checkpoint --split train --n 2 --max-turns 30 --context window --k 5 --delta 5 \
+    --iteration 0 --seed 1004 --workers 2 --json > /dev/null
+  $C sample --lake "$base" --sampler frontier --batch 32 --alpha 0.2 --p-min 0.1 --p-max 0.9 --seed 1201 --json > /dev/null
+  $C rollout --lake "$base" --policy checkpoint --n 8 --max-turns 30 --context window --k 5 --delta 5 \
     --iteration 1 --seed 1301 --workers 2 --json > "$out/seg-rollout.json"
   touch "$base.ready"
 fi
