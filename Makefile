@@ -42,7 +42,7 @@ bench-scaling: build
 	@go run bench/report.go -only scaling bench/out bench/results.md > /dev/null
 	@echo "bench-scaling: bench/results.md (section Scaling)"
 
-# ScaleCUA Fig. 6(b) and Fig. 5 alone (about 30 min on 2 cores): rebuilds
+# ScaleCUA Fig. 6(b) and Fig. 5 alone (12.5 min on 2 cores): rebuilds
 # the committed rollouts with this build, then trains each segmentation;
 # the section of bench/results.md is replaced (naming this run's machine,
 # date and code version), the rest kept.

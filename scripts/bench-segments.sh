@@ -28,7 +28,10 @@ steps=${CUALAKE_SEG_BENCH_STEPS:-8}
 reps=${CUALAKE_SEG_BENCH_REPS:-5}
 [ "${BENCH_QUICK:-0}" = 1 ] && reps=1
 resume=${CUALAKE_SEG_BENCH_RESUME:-0}
-if [ ! -f "$base.ready" ]; then
+# The cached lake is this build's only: rollouts of another code version
+# would be other data under the same name.
+version=$($C --version)
+if [ ! -f "$base.ready" ] || [ "$(cat "$base.ready")" != "$version" ]; then
   rm -rf "$base"
   echo "bench-segments: building $base (warm start and one iteration of rollouts)"
   $C simdesk pool --lake "$base" > /dev/null
@@ -44,7 +47,7 @@ if [ ! -f "$base.ready" ]; then
   $C sample --lake "$base" --sampler frontier --batch 32 --alpha 0.2 --p-min 0.1 --p-max 0.9 --seed 1201 --json > /dev/null
   $C rollout --lake "$base" --policy checkpoint --n 8 --max-turns 30 --context window --k 5 --delta 5 \
     --iteration 1 --seed 1301 --workers 2 --json > "$out/seg-rollout.json"
-  touch "$base.ready"
+  echo "$version" > "$base.ready"
 fi
 runs=()
 one() { # name, repetition (1: the first), segment flags...
