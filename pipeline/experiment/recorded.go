@@ -14,8 +14,8 @@ import (
 // Recorded steps let an experiment share leading steps that another
 // experiment committed: the warm start of a new file whose variants all
 // differ from an old file's in the initial pass, say. Stems share within
-// one plan and adoptPrefix shares whole prefixes; neither sees the first
-// five steps of another experiment's prefix. So every finished prefix
+// one plan and adoptPrefix shares whole prefixes; neither sees the leading
+// steps of another experiment's prefix. So every finished prefix
 // tags each of its leading step sequences by their hash (stepsTag), and a
 // prefix that has no branch yet adopts the deepest one recorded.
 
