@@ -27,7 +27,7 @@ func TestExamplesResolve(t *testing.T) {
 			// The demonstrations differ: two warm starts on one pool, and
 			// two initial passes of the partial one.
 			"demo-coverage": 3 * seeds,
-			// One variant: the partial warm start and its initial pass of 8.
+			// The partial warm start and its initial pass of 8, shared.
 			"rl-budget": seeds}
 		if n, ok := want[p.Spec.Name]; ok && len(p.Prefixes) != n {
 			t.Errorf("%s: %d prefixes, want %d", p.Spec.Name, len(p.Prefixes), n)
