@@ -321,9 +321,19 @@ func segmentsSection(b *strings.Builder, seg map[string]any) {
 // bench-segments`): its machine, date and code version, from the key=value
 // lines the Makefile wrote before it.
 func segmentsProvenance(b *strings.Builder, path string) {
-	data, err := os.ReadFile(path)
+	parts, err := keyValues(path)
 	if err != nil {
 		fail(fmt.Errorf("-only segments: %w (written by make bench-segments)", err))
+	}
+	fmt.Fprintf(b, "\nThis section is one `make bench-segments` run, not the `make bench` run of the header: %s.\n", strings.Join(parts, "; "))
+}
+
+// keyValues reads a file of key=value lines (scripts/bench-machine.sh's
+// form) as "key: value" strings, in order.
+func keyValues(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
 	}
 	var parts []string
 	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
@@ -331,21 +341,15 @@ func segmentsProvenance(b *strings.Builder, path string) {
 			parts = append(parts, fmt.Sprintf("%s: %s", k, v))
 		}
 	}
-	fmt.Fprintf(b, "\nThis section is one `make bench-segments` run, not the `make bench` run of the header: %s.\n", strings.Join(parts, "; "))
+	return parts, nil
 }
 
 // machineHeader prints scripts/bench.sh's machine.txt (key=value lines:
 // CPU model, cores, BLAS, load average at start).
 func machineHeader(b *strings.Builder, path string) {
-	data, err := os.ReadFile(path)
+	parts, err := keyValues(path)
 	if err != nil {
 		return
-	}
-	var parts []string
-	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if k, v, ok := strings.Cut(l, "="); ok {
-			parts = append(parts, fmt.Sprintf("%s: %s", k, v))
-		}
 	}
 	fmt.Fprintf(b, "Machine: %s.", strings.Join(parts, "; "))
 	// note.txt (BENCH_NOTE in scripts/bench.sh) says what else ran on the

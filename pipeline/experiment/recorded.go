@@ -97,23 +97,23 @@ func adoptRecorded(ctx context.Context, l *lake.Lake, pre *Prefix, fromStem int,
 	if err != nil {
 		return err
 	}
+	// The recorded sequences of pre's steps, shallow first, up to the
+	// first that is not recorded.
+	got := map[string]string{}
 	d := 0
-	for d < len(pre.Steps) {
-		if _, ok := tags[stepsTag(pre.Steps[:d+1])]; !ok {
+	for ; d < len(pre.Steps); d++ {
+		s, name := pre.Steps[d], stepsTag(pre.Steps[:d+1])
+		id, ok := tags[name]
+		if !ok {
 			break
 		}
-		d++
-	}
-	if d <= fromStem {
-		return nil
-	}
-	got := map[string]string{}
-	for i, s := range pre.Steps[:d] {
-		name := stepsTag(pre.Steps[:i+1])
-		got[s.Key] = tags[name]
+		got[s.Key] = id
 		if start, ok := tags[name+loop.StartedSuffix]; ok {
 			got[s.Key+loop.StartedSuffix] = start
 		}
+	}
+	if d <= fromStem {
+		return nil
 	}
 	last := got[pre.Steps[d-1].Key]
 	if m, err := l.Snapshot(ctx, last); err != nil {
