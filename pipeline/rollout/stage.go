@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/simdesk"
 	"github.com/cualake/cualake/schemas"
 )
@@ -94,6 +95,56 @@ func GroupID(taskID string, iteration int32) string {
 // TrajectoryID names rollout idx of a group.
 func TrajectoryID(taskID string, iteration int32, idx int) string {
 	return fmt.Sprintf("%s@it%03d#%02d", taskID, iteration, idx)
+}
+
+// EpisodeID is the trajectory id of rollout idx of a task in an iteration
+// from source: training rollouts ("rollout", or "") are TrajectoryID, other
+// sources prefix it ("eval:...") so they never collide with training
+// rollouts of the same iteration.
+func EpisodeID(source, taskID string, iteration int32, idx int) string {
+	id := TrajectoryID(taskID, iteration, idx)
+	if source != "" && source != "rollout" {
+		id = source + ":" + id
+	}
+	return id
+}
+
+// CheckNew is an error when an episode p would roll out of tasks is
+// already in snapshot m's trajectories (the same rollout run twice on one
+// lineage, or --iteration naming one already rolled out): the commit would
+// hold two rows with one key, and every later stage would refuse them.
+// It names the first such trajectory.
+func CheckNew(ctx context.Context, l *lake.Lake, m *lake.Manifest, tasks []schemas.Task, p Params) error {
+	if m == nil || len(tasks) == 0 {
+		return nil
+	}
+	want := map[string]bool{}
+	for _, t := range tasks {
+		for i := 0; i < p.N; i++ {
+			want[EpisodeID(p.Source, t.TaskID, p.Iteration, i)] = true
+		}
+	}
+	var dup string
+	err := lake.ScanTable(ctx, l, m, schemas.Trajectories, 4096, func(rows []schemas.Trajectory) error {
+		for i := range rows {
+			if want[rows[i].TrajectoryID] && (dup == "" || rows[i].TrajectoryID < dup) {
+				dup = rows[i].TrajectoryID
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if dup != "" {
+		src := p.Source
+		if src == "" {
+			src = "rollout"
+		}
+		return fmt.Errorf("rollout: trajectory %s is already in snapshot %.12s (%s episodes of iteration %d were rolled out before): pass another --iteration",
+			dup, m.ID, src, p.Iteration)
+	}
+	return nil
 }
 
 // Run rolls out p.N episodes of each task with agents from f, in parallel,
@@ -205,13 +256,13 @@ func Run(ctx context.Context, tasks []schemas.Task, f AgentFactory, envs EnvFact
 // runEpisode plays one episode; failures become an error outcome.
 func runEpisode(ctx context.Context, env simdesk.Env, f AgentFactory, task schemas.Task, idx int, p Params) Episode {
 	seed := EpisodeSeed(p.Seed, task.TaskID, idx)
-	traj := schemas.Trajectory{TrajectoryID: TrajectoryID(task.TaskID, p.Iteration, idx), TaskID: task.TaskID, Domain: task.Domain,
+	traj := schemas.Trajectory{TrajectoryID: EpisodeID(p.Source, task.TaskID, p.Iteration, idx), TaskID: task.TaskID, Domain: task.Domain,
 		GroupID: GroupID(task.TaskID, p.Iteration), Policy: f.Name(), PolicyVersion: f.Version(), Iteration: p.Iteration,
 		Seed: seed, Source: "rollout"}
 	if p.Source != "" && p.Source != "rollout" {
 		// Other episodes get their own ids and seeds so they never collide
 		// with (or are mistaken for) training rollouts of the same iteration.
-		traj.TrajectoryID, traj.GroupID, traj.Source = p.Source+":"+traj.TrajectoryID, p.Source+":"+traj.GroupID, p.Source
+		traj.GroupID, traj.Source = p.Source+":"+traj.GroupID, p.Source
 		seed = EpisodeSeed(p.Seed^int64(fnvString(p.Source)), task.TaskID, idx)
 		traj.Seed = seed
 	}

@@ -292,6 +292,9 @@ func runRollout(c *cli.Context) error {
 	if c.Bool("recalibrate") {
 		p.Source = sample.SourceCalibration
 	}
+	if err := rollout.CheckNew(ctx, l, in, tasks, p); err != nil {
+		return err
+	}
 	// Every table goes through shard.Output, sharded or not, so that a merge
 	// of fragments writes exactly the files an unsharded run writes.
 	out := shard.NewOutput(l, tx, spec)

@@ -54,6 +54,33 @@ func TestRolloutCommitsTrajectories(t *testing.T) {
 	if !strings.HasSuffix(out, "true\n") {
 		t.Fatalf("blobs stored twice: %q", out)
 	}
+	// The same episodes again (an evaluation run twice at one iteration) are
+	// refused before anything runs, naming the trajectory: the commit would
+	// hold one key twice, which every later stage refuses.
+	head, _ := run(t, "query", "--format", "csv", "select count(*) from trajectories")
+	for _, src := range []string{"eval", "rollout"} {
+		args := []string{"rollout", "--policy", "random", "--source", src, "--n", "2", "--limit-tasks", "2", "--max-turns", "3", "--iteration", "7"}
+		if out, err := run(t, args...); err != nil {
+			t.Fatalf("%s rollout at iteration 7: %v %s", src, err, out)
+		}
+		want := "trajectory " + rollout.EpisodeID(src, "", 7, 0)[:len(src)+1] // "eval:" or a training rollout's bare id
+		if src == "rollout" {
+			want = "@it007#00 is already"
+		}
+		_, err := run(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "is already in snapshot") || !strings.Contains(err.Error(), want) ||
+			!strings.Contains(err.Error(), "pass another --iteration") {
+			t.Fatalf("%s rollout at iteration 7 again: %v", src, err)
+		}
+	}
+	after, _ := run(t, "query", "--format", "csv", "select count(*) from trajectories")
+	if head != "count_star()\n7\n" || after != "count_star()\n15\n" {
+		t.Fatalf("trajectories before %q, after the two runs and the two refusals %q; want 7 and 15", head, after)
+	}
+	out, _ = run(t, "query", "--format", "csv", "select count(*) = count(distinct trajectory_id) from trajectories")
+	if !strings.HasSuffix(out, "true\n") {
+		t.Fatalf("duplicate trajectory ids: %q", out)
+	}
 	if _, err := run(t, "rollout", "--policy", "nope"); ExitCode(err) != ExitUsage {
 		t.Fatalf("unknown policy: %v", err)
 	}
