@@ -592,7 +592,7 @@ var TrainMetrics = register(&Table[TrainMetric]{
 		return a.Step < b.Step
 	},
 	Validate: func(r *TrainMetric) error {
-		return firstErr(oneOf("objective", r.Objective, "sft", "grpo"),
+		return firstErr(oneOf("objective", r.Objective, "sft", "rft", "grpo"),
 			finite("loss", r.Loss), finite("policy_loss", r.PolicyLoss), finite("kl", r.KL),
 			finite("entropy", r.Entropy), rate("clip_fraction", r.ClipFraction), finite("grad_norm", r.GradNorm))
 	},
@@ -618,7 +618,7 @@ var Checkpoints = register(&Table[Checkpoint]{
 	Less:  func(a, b *Checkpoint) bool { return a.Version < b.Version },
 	Validate: func(r *Checkpoint) error {
 		return firstErr(nonNegative("version", int64(r.Version)), required("blob", r.Blob),
-			oneOf("objective", r.Objective, "sft", "grpo", "init"), validJSON("params", r.Params, false))
+			oneOf("objective", r.Objective, "sft", "rft", "grpo", "init"), validJSON("params", r.Params, false))
 	},
 })
 

@@ -131,6 +131,10 @@ type Config struct {
 		MiniGroups int `yaml:"mini_groups" json:"mini_groups"`
 	} `yaml:"train" json:"train"`
 
+	// RFT: the first RFT.Iterations RL iterations are rejection-sampling
+	// fine-tuning rounds instead of GRPO (RFTConfig).
+	RFT RFTConfig `yaml:"rft" json:"rft,omitzero"`
+
 	Eval struct {
 		N     int    `yaml:"n" json:"n"` // rollouts per held-out task per evaluation
 		Split string `yaml:"split" json:"split"`
@@ -138,6 +142,21 @@ type Config struct {
 
 	Audits    []string `yaml:"audits" json:"audits"`
 	Notebooks []string `yaml:"notebooks" json:"notebooks"`
+}
+
+// RFTConfig makes the first Iterations of the RL iterations rounds of
+// rejection-sampling fine-tuning (train --objective rft: the newest
+// checkpoint imitates the demonstrations and the policy's verified
+// successes, at most PerTask per task, with the warm start's loss) instead
+// of GRPO. Round 1 imitates the initial pass; each later round first rolls
+// the policy out N times on every training task. Off (Iterations 0), RunID
+// hashes it as left out, so configs from before it keep their run id.
+type RFTConfig struct {
+	Iterations int     `yaml:"iterations" json:"iterations"`
+	N          int     `yaml:"n" json:"n"`
+	Steps      int     `yaml:"steps" json:"steps"`
+	LR         float64 `yaml:"lr" json:"lr"`
+	PerTask    int     `yaml:"per_task" json:"per_task"`
 }
 
 // Default returns the demo configuration.
@@ -156,6 +175,7 @@ func Default() Config {
 	c.Segment.Mode, c.Segment.K, c.Segment.Delta = "window", 5, 5
 	c.Train.Advantage, c.Train.Steps, c.Train.LR = "grpo", 30, 1e-4
 	c.Eval.N, c.Eval.Split = 1, "heldout"
+	c.RFT.N, c.RFT.Steps, c.RFT.LR, c.RFT.PerTask = 8, 400, 1e-2, 1
 	c.Audits = []string{"health", "synthesis", "overlap"}
 	c.Notebooks = []string{"notebooks/rollout-health.md", "notebooks/frontier.md", "notebooks/segments.md"}
 	return c
@@ -240,6 +260,13 @@ func (c Config) Validate() error {
 	// given), so a written 0 would silently run 30 or 400 steps: refuse it.
 	check(c.Train.Steps >= 1, "train.steps is %d, want >= 1", c.Train.Steps)
 	check(positive(c.Train.LR), "train.lr is %v, want a finite number > 0", c.Train.LR)
+	check(c.RFT.Iterations >= 0 && c.RFT.Iterations <= c.Iterations, "rft.iterations is %d, want 0..iterations (%d): the first RL iterations are RFT rounds", c.RFT.Iterations, c.Iterations)
+	if c.RFT.Iterations > 0 {
+		check(c.RFT.N >= 1, "rft.n is %d, want >= 1", c.RFT.N)
+		check(c.RFT.Steps >= 1, "rft.steps is %d, want >= 1", c.RFT.Steps)
+		check(positive(c.RFT.LR), "rft.lr is %v, want a finite number > 0", c.RFT.LR)
+		check(c.RFT.PerTask >= 0, "rft.per_task is %d, want >= 0 (0: every success)", c.RFT.PerTask)
+	}
 	check(c.Warmstart.Steps >= 1, "warmstart.steps is %d, want >= 1", c.Warmstart.Steps)
 	check(positive(c.Warmstart.LR), "warmstart.lr is %v, want a finite number > 0", c.Warmstart.LR)
 	check(c.Warmstart.MaxTurns >= 1, "warmstart.max_turns is %d, want >= 1", c.Warmstart.MaxTurns)

@@ -400,3 +400,70 @@ func TestCoverageKeepsRunIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestRFTPlan: rft.iterations k makes the first k RL iterations rounds of
+// rejection-sampling fine-tuning: round 1 segments and imitates the initial
+// pass, each later round first rolls the policy out on the whole training
+// pool; GRPO iterations follow, numbered on, in sync and async plans. With
+// RFT off the run id is the one from before the field.
+func TestRFTPlan(t *testing.T) {
+	c := Default()
+	c.Iterations = 4
+	off := RunID(c)
+	c.RFT.Steps = 99 // ignored while off
+	if RunID(c) != off {
+		t.Fatal("RFT settings change the run id while rft.iterations is 0")
+	}
+	c.RFT.Iterations = 2
+	if RunID(c) == off {
+		t.Fatal("rft.iterations 2 names the GRPO run")
+	}
+	c.RFT.Steps = 400
+	flags := map[string]string{}
+	var keys []string
+	for _, s := range Plan(c) {
+		keys = append(keys, s.Key)
+		flags[s.Key] = strings.Join(s.Flags, " ")
+		if s.Iteration >= 1 && s.Iteration <= 2 && s.Key != fmt.Sprintf("it%02d-eval", s.Iteration) && s.Command[0] == "train" &&
+			!strings.HasPrefix(flags[s.Key], "--objective rft --steps 400 --lr 0.01 --per-task 1 --seed ") {
+			t.Fatalf("%s: %s", s.Key, flags[s.Key])
+		}
+	}
+	want := "it00-eval initial-pass it01-segment it01-train it01-eval it02-rollout it02-segment it02-train it02-eval " +
+		"it03-sample it03-rollout it03-segment it03-train it03-eval it04-sample"
+	if got := strings.Join(keys, " "); !strings.Contains(got, want) {
+		t.Fatalf("rft plan:\n%s\nwant\n%s", got, want)
+	}
+	if f := flags["it02-rollout"]; !strings.HasPrefix(f, "--policy checkpoint --split train --n 8 --iteration 2 ") {
+		t.Fatalf("it02-rollout: %s", f)
+	}
+	if f := flags["it03-train"]; !strings.HasPrefix(f, "--objective grpo ") {
+		t.Fatalf("it03-train: %s", f)
+	}
+	c.Async = true
+	keys = keys[:0]
+	for _, s := range Plan(c) {
+		k := s.Key
+		if s.Group != "" {
+			k = "[" + k + "]{" + s.Group + "}"
+		}
+		keys = append(keys, k)
+	}
+	want = "it02-train it02-eval it03-sample it03-rollout it03-segment it04-sample [it03-train]{it03-train+it04-rollout} [it04-rollout]{it03-train+it04-rollout}"
+	if got := strings.Join(keys, " "); !strings.Contains(got, want) {
+		t.Fatalf("async rft plan:\n%s\nwant\n%s", got, want)
+	}
+	for _, bad := range []func(c *Config){
+		func(c *Config) { c.RFT.Iterations = 5 },
+		func(c *Config) { c.RFT.Iterations = -1 },
+		func(c *Config) { c.RFT.LR = 0 },
+		func(c *Config) { c.RFT.PerTask = -1 },
+		func(c *Config) { c.RFT.N = 0 },
+	} {
+		b := c
+		bad(&b)
+		if err := b.Validate(); err == nil || !strings.Contains(err.Error(), "rft.") {
+			t.Fatalf("%+v: %v", b.RFT, err)
+		}
+	}
+}

@@ -90,8 +90,21 @@ func Plan(c Config) []Step {
 	add("initial-pass", "initial pass over the training pool", rate.initial*pool*float64(c.InitialPass.N), 0, []string{"rollout"},
 		append([]string{"--policy", "checkpoint", "--split", "train", "--n", itoa(c.InitialPass.N), "--iteration", "0",
 			"--max-turns", itoa(c.Rollout.MaxTurns), "--seed", seedOf(c, 4), "--workers", w}, view...)...)
+	// RFT rounds first (sequential, in async runs too), then GRPO.
+	for it := 1; it <= c.RFT.Iterations; it++ {
+		title := func(what string) string { return fmt.Sprintf("iteration %d/%d: %s", it, c.Iterations, what) }
+		if it > 1 {
+			add(fmt.Sprintf("it%02d-rollout", it), title("RFT pass over the training pool"), rate.initial*pool*float64(c.RFT.N), it, []string{"rollout"},
+				append([]string{"--policy", "checkpoint", "--split", "train", "--n", itoa(c.RFT.N), "--iteration", itoa(it),
+					"--max-turns", itoa(c.Rollout.MaxTurns), "--seed", seedOf(c, 700+it), "--workers", w}, view...)...)
+		}
+		add(fmt.Sprintf("it%02d-segment", it), title("segment ("+c.Segment.Mode+")"), 2, it, []string{"segment"}, segFlags()...)
+		add(fmt.Sprintf("it%02d-train", it), title("train (RFT on the verified successes)"), rate.sftStep*float64(c.RFT.Steps), it, []string{"train"},
+			"--objective", "rft", "--steps", itoa(c.RFT.Steps), "--lr", ftoa(c.RFT.LR), "--per-task", itoa(c.RFT.PerTask), "--seed", seedOf(c, 800+it))
+		s = append(s, evalStep(it))
+	}
 	iters := make([]iterSteps, c.Iterations+1)
-	for it := 1; it <= c.Iterations; it++ {
+	for it := c.RFT.Iterations + 1; it <= c.Iterations; it++ {
 		var is iterSteps
 		title := func(what string) string { return fmt.Sprintf("iteration %d/%d: %s", it, c.Iterations, what) }
 		ema := []string{"--alpha", ftoa(c.Sample.Alpha)}
@@ -140,9 +153,9 @@ func Plan(c Config) []Step {
 		iters[it] = is
 	}
 	if c.Async {
-		s = append(s, asyncOrder(iters)...)
+		s = append(s, asyncOrder(iters[c.RFT.Iterations:])...)
 	} else {
-		for _, is := range iters[1:] {
+		for _, is := range iters[c.RFT.Iterations+1:] {
 			s = append(s, is.sample, is.rollout)
 			s = append(s, is.refills...)
 			s = append(s, is.segment, is.train)
@@ -165,7 +178,7 @@ type iterSteps struct {
 	eval            Step
 }
 
-// asyncOrder orders the iterations for the asynchronous loop (EvoCUA-1.5
+// asyncOrder orders the iterations iters[1:] (iters[0] is unused) for the asynchronous loop (EvoCUA-1.5
 // 5.1): iteration t's train and iteration t+1's rollout run at once, as
 // one group, both reading the snapshot the group starts from. The rollout
 // thus acts with the newest checkpoint that exists then, one version older
@@ -194,7 +207,7 @@ func asyncOrder(iters []iterSteps) []Step {
 			break
 		}
 		next := iters[t+1]
-		group := fmt.Sprintf("it%02d-train+it%02d-rollout", t, t+1)
+		group := fmt.Sprintf("it%02d-train+it%02d-rollout", cur.train.Iteration, next.rollout.Iteration)
 		train, roll := cur.train, next.rollout
 		train.Group, roll.Group = group, group
 		s = append(s, next.sample, train, roll)

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -307,29 +309,70 @@ func DefaultTokenizer() (*tokenizer.Tokenizer, string, error) {
 	return tok, info.String(), nil
 }
 
-func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params, prev *schemas.Checkpoint) (*Output, error) {
-	demos := map[string]bool{}
-	err := lake.ScanTable(ctx, l, m, schemas.Trajectories, 4096, func(rows []schemas.Trajectory) error {
+// IsPolicySuccess says which trajectories rejection-sampling fine-tuning
+// (--objective rft) imitates beside the demonstrations: the policy's own
+// successful training rollouts (initial pass, RL batches, recalibrations),
+// as the verifier scored them; never evaluation episodes.
+func IsPolicySuccess(t *schemas.Trajectory) bool {
+	return t.Outcome == schemas.OutcomeSuccess && t.Policy == "checkpoint" && (t.Source == "rollout" || t.Source == "calibration")
+}
+
+// imitated picks the trajectories a supervised run trains on: the
+// demonstrations, and for rft also the policy's successes, at most
+// perTask of them per task (0: all), the ones with the smallest
+// seed-keyed hash of their id, so that easy tasks (8 successes of 8) do not
+// outweigh the hard ones. newest is the newest iteration of those successes
+// (-1 for sft), the checkpoint's iteration.
+func imitated(ctx context.Context, l *lake.Lake, m *lake.Manifest, rft bool, perTask int, seed int64) (demos map[string]bool, successes int, newest int32, err error) {
+	demos, newest = map[string]bool{}, -1
+	byTask := map[string][]string{}
+	err = lake.ScanTable(ctx, l, m, schemas.Trajectories, 4096, func(rows []schemas.Trajectory) error {
 		for i := range rows {
-			if IsDemonstration(&rows[i]) && rows[i].Steps > 0 {
-				demos[rows[i].TrajectoryID] = true
+			t := &rows[i]
+			switch {
+			case t.Steps == 0:
+			case IsDemonstration(t):
+				demos[t.TrajectoryID] = true
+			case rft && IsPolicySuccess(t):
+				byTask[t.TaskID] = append(byTask[t.TaskID], t.TrajectoryID)
+				newest = max(newest, t.Iteration)
 			}
 		}
 		return nil
 	})
 	if err != nil {
+		return nil, 0, -1, err
+	}
+	for _, ids := range byTask {
+		if perTask > 0 && len(ids) > perTask {
+			key := func(id string) string { return schemas.HashBytes([]byte(fmt.Sprintf("%d/%s", seed, id))) }
+			slices.SortFunc(ids, func(a, b string) int { return strings.Compare(key(a), key(b)) })
+			ids = ids[:perTask]
+		}
+		for _, id := range ids {
+			demos[id] = true
+			successes++
+		}
+	}
+	return demos, successes, newest, nil
+}
+
+// runCausalSFT is the supervised run: --objective sft creates a fresh model
+// and imitates the demonstrations; --objective rft continues prev and
+// imitates the demonstrations and the policy's own verified successes
+// (rejection-sampling fine-tuning), through the same loss and item format.
+func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params, prev *schemas.Checkpoint) (*Output, error) {
+	rft := p.Objective == ObjectiveRFT
+	what := "train --objective " + p.Objective
+	demos, successes, iteration, err := imitated(ctx, l, m, rft, p.PerTask, p.Seed)
+	if err != nil {
 		return nil, err
+	}
+	if rft && successes == 0 {
+		return nil, fmt.Errorf("%s: snapshot %s holds no successful training rollouts of the policy (run `cualake rollout --policy checkpoint --split train` first)", what, short(m.ID))
 	}
 	if len(demos) == 0 {
-		return nil, errors.New("train --objective sft: no successful demonstrations (run `cualake rollout --policy oracle` first)")
-	}
-	tok, tokName, err := DefaultTokenizer()
-	if err != nil {
-		return nil, err
-	}
-	sp, err := specialIDs(tok)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: no successful demonstrations (run `cualake rollout --policy oracle` first)", what)
 	}
 	cfg := causal.DefaultConfig(2)
 	rows, from, err := segmentRows(ctx, l, m, demos)
@@ -337,33 +380,30 @@ func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params,
 		return nil, err
 	}
 	if len(rows) == 0 {
-		return nil, fmt.Errorf("train --objective sft --policy causal: snapshot %s holds no segments for its %d demonstrations: run `%s` first",
-			short(m.ID), len(demos), segmentCommand(cfg))
+		return nil, fmt.Errorf("%s: snapshot %s holds no segments for its %d trajectories to imitate: run `%s` first",
+			what, short(m.ID), len(demos), segmentCommand(cfg))
 	}
 	have := map[string]bool{}
 	for i := range rows {
 		have[rows[i].TrajectoryID] = true
 	}
-	for id := range demos {
+	for _, id := range slices.Sorted(maps.Keys(demos)) {
 		if !have[id] {
-			return nil, fmt.Errorf("train --objective sft --policy causal: demonstration %s has no segments (the segments table predates it): run `%s` again",
-				id, segmentCommand(cfg))
+			return nil, fmt.Errorf("%s: trajectory %s has no segments (the segments table predates it): run `%s` again",
+				what, id, segmentCommand(cfg))
 		}
 	}
-	if err := checkSegments(rows, tokName, cfg, sp); err != nil {
-		return nil, err
-	}
-	ids, err := buildIDMap(rows, sp)
-	if err != nil {
-		return nil, err
-	}
-	cfg.VocabSize = ids.Size()
-	dev, err := trainer.Device(p.Device)
-	if err != nil {
-		return nil, err
-	}
-	model, err := causal.New(cfg, ids, sp, tokName, dev, uint64(p.Seed))
-	if err != nil {
+	var model *causal.Model
+	if rft {
+		if model, err = LoadCausal(ctx, l, m, prev, p.Device); err != nil {
+			return nil, err
+		}
+		cfg = model.Config()
+		if err := checkSegments(rows, model.Tokenizer(), cfg, model.Special()); err != nil {
+			model.Close()
+			return nil, err
+		}
+	} else if model, cfg, err = freshCausal(rows, cfg, p); err != nil {
 		return nil, err
 	}
 	defer model.Close()
@@ -375,6 +415,9 @@ func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params,
 	for i := range rows {
 		items[i] = ItemFromSegment(&rows[i], pc)
 		if err := items[i].Check(); err != nil {
+			return nil, err
+		}
+		if err := knownTrained(model, items[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -407,7 +450,7 @@ func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params,
 		if err != nil {
 			return nil, fmt.Errorf("train sft step %d: %w", step, err)
 		}
-		out.Metrics = append(out.Metrics, schemas.TrainMetric{Version: version, Step: int32(step), Objective: "sft",
+		out.Metrics = append(out.Metrics, schemas.TrainMetric{Version: version, Step: int32(step), Objective: p.Objective,
 			Loss: sm.Loss, PolicyLoss: sm.Loss, GradNorm: finite(sm.GradNorm), Tokens: int64(sm.Tokens), Items: int32(len(batch))})
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -415,7 +458,47 @@ func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params,
 		p.stepDone(step)
 	}
 	out.TrainSeconds = time.Since(t0).Seconds()
-	return finishCausal(model, out, version, parent, "sft", p, -1)
+	return finishCausal(model, out, version, parent, p.Objective, p, iteration)
+}
+
+// freshCausal creates the model a fresh SFT trains: its compact vocabulary
+// is the demonstrations' (buildIDMap).
+func freshCausal(rows []schemas.Segment, cfg causal.Config, p Params) (*causal.Model, causal.Config, error) {
+	tok, tokName, err := DefaultTokenizer()
+	if err != nil {
+		return nil, cfg, err
+	}
+	sp, err := specialIDs(tok)
+	if err != nil {
+		return nil, cfg, err
+	}
+	if err := checkSegments(rows, tokName, cfg, sp); err != nil {
+		return nil, cfg, err
+	}
+	ids, err := buildIDMap(rows, sp)
+	if err != nil {
+		return nil, cfg, err
+	}
+	cfg.VocabSize = ids.Size()
+	dev, err := trainer.Device(p.Device)
+	if err != nil {
+		return nil, cfg, err
+	}
+	model, err := causal.New(cfg, ids, sp, tokName, dev, uint64(p.Seed))
+	return model, cfg, err
+}
+
+// knownTrained checks that every trained token of it is in model's
+// vocabulary: a continued model (rft, grpo) cannot learn a token it has no
+// embedding for, and its own samples never hold one.
+func knownTrained(model *causal.Model, it causal.Item) error {
+	for _, k := range it.Trainable() {
+		if !model.IDs().Known(it.IDs[k]) {
+			return fmt.Errorf("segment %q: trained token %d (id %d) is not in the checkpoint's id map (not sampled by this policy?)",
+				it.ID, k, it.IDs[k])
+		}
+	}
+	return nil
 }
 
 // CausalSFTContextWeight weighs the causal warm start's auxiliary
@@ -535,11 +618,8 @@ func runCausalGRPO(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params
 		if err := it.Check(); err != nil {
 			return nil, err
 		}
-		for _, k := range it.Trainable() {
-			if !model.IDs().Known(it.IDs[k]) {
-				return nil, fmt.Errorf("segment %q: trained token %d (id %d) is not in the checkpoint's id map (not sampled by this policy?)",
-					it.ID, k, it.IDs[k])
-			}
+		if err := knownTrained(model, it); err != nil {
+			return nil, err
 		}
 		items = append(items, it)
 	}

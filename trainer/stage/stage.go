@@ -29,7 +29,7 @@ const Threads = 1
 
 // Params configure one train run.
 type Params struct {
-	Objective   string  `json:"objective"`        // sft or grpo
+	Objective   string  `json:"objective"`        // sft, rft or grpo
 	Policy      string  `json:"policy"`           // the model a fresh sft creates: causal, the only one (encdec: ErrEncDecRemoved)
 	Advantage   string  `json:"advantage"`        // grpo, stepo, naive (grpo objective)
 	Steps       int     `json:"steps"`            // optimiser steps
@@ -40,6 +40,8 @@ type Params struct {
 	Device      string  `json:"device"`
 	MaxStale    int32   `json:"max_stale"` // drop rollouts more than this many versions old (EvoCUA-1.5: 3)
 	Temperature float64 `json:"temperature"`
+	// PerTask caps rft's imitated successes per task (0: all of them).
+	PerTask int `json:"per_task,omitempty"`
 	// Progress, when set, is called after every optimiser step with the
 	// steps done and the total, so a long SFT shows how far it is.
 	Progress func(done, total int) `json:"-"`
@@ -70,8 +72,11 @@ func (p Params) Resolve() Params {
 		p.Policy = PolicyCausal
 	}
 	steps, batch, lr := 30, 32, GRPOLR
-	if p.Objective == "sft" {
+	switch p.Objective {
+	case "sft":
 		steps, batch, lr = CausalSFTSteps, CausalSFTBatch, CausalSFTLR
+	case ObjectiveRFT:
+		steps, batch, lr = RFTSteps, CausalSFTBatch, RFTLR
 	}
 	if p.Steps == 0 {
 		p.Steps = steps
@@ -101,6 +106,22 @@ const (
 	CausalSFTSteps = 400
 	CausalSFTBatch = 8
 	CausalSFTLR    = 1e-2
+)
+
+// ObjectiveRFT is rejection-sampling fine-tuning: the newest checkpoint
+// continues with the warm start's supervised loss on the demonstrations and
+// on the policy's own rollouts the verifier scored successful (expert
+// iteration). GRPO's per-group updates at 1e-4 improve the tasks it rolls
+// out and move no other (README, "RL does not transfer"); imitating every
+// verified success at the warm start's rate spreads what the initial pass
+// found across the pool, as more demonstrations do.
+const ObjectiveRFT = "rft"
+
+// RFT's defaults: the warm start's schedule at a lower peak, since it
+// starts from a trained policy.
+const (
+	RFTSteps = 400
+	RFTLR    = 1e-2
 )
 
 // Output is what the stage commits.
@@ -169,13 +190,21 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params) (*Output
 			return nil, fmt.Errorf("train: %w", err)
 		}
 		return runCausalSFT(ctx, l, m, p, prev)
+	case ObjectiveRFT:
+		if prev == nil {
+			return nil, errors.New("train --objective rft: no checkpoint yet to continue; run --objective sft first")
+		}
+		if p.PerTask < 0 {
+			return nil, fmt.Errorf("train --per-task is %d, want >= 0", p.PerTask)
+		}
+		return runCausalSFT(ctx, l, m, p, prev)
 	case "grpo":
 		if prev == nil {
 			return nil, errors.New("train --objective grpo: no checkpoint yet; run --objective sft first")
 		}
 		return runCausalGRPO(ctx, l, m, p, prev)
 	}
-	return nil, fmt.Errorf("train: objective %q, want sft or grpo", p.Objective)
+	return nil, fmt.Errorf("train: objective %q, want sft, rft or grpo", p.Objective)
 }
 
 func nextVersion(prev *schemas.Checkpoint) (int32, int32) {

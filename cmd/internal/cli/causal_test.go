@@ -61,6 +61,9 @@ func TestCausalPolicyOnSegments(t *testing.T) {
 	}
 	must("simdesk", "pool")
 	must("rollout", "--policy", "oracle", "--n", "1", "--split", "train", "--limit-tasks", "12", "--max-turns", "30", "--workers", "2")
+	if out, err := run(t, "train", "--objective", "rft", "--steps", "2"); err == nil || !strings.Contains(err.Error(), "no checkpoint yet to continue") {
+		t.Fatalf("rft without a checkpoint: %v %s", err, out)
+	}
 	if out, err := run(t, "train", "--objective", "sft", "--policy", "causal", "--steps", "2"); err == nil ||
 		!strings.Contains(out+err.Error(), "run `cualake segment --view pointer --image-tokens 8") {
 		t.Fatalf("sft without segments: %v %s", err, out)
@@ -84,6 +87,9 @@ func TestCausalPolicyOnSegments(t *testing.T) {
 	if sft.Items != int(seg.Summary.Items) || sft.Tokens != seg.Summary.Tokens || sft.TrainableTokens != seg.Summary.Trainable ||
 		sft.Mode != "window" || sft.Segments != seg.Snapshot {
 		t.Fatalf("sft reports %+v; the segments were %+v in %s", sft, seg.Summary, seg.Snapshot)
+	}
+	if out, err := run(t, "train", "--objective", "rft", "--steps", "2"); err == nil || !strings.Contains(err.Error(), "holds no successful training rollouts of the policy") {
+		t.Fatalf("rft before any rollout of the policy: %v %s", err, out)
 	}
 	ctx := context.Background()
 	l, err := lake.OpenDir(ctx, dir, false)
@@ -184,8 +190,9 @@ func TestCausalPolicyOnSegments(t *testing.T) {
 	}
 
 	// A policy this young rarely succeeds, so every group would have equal
-	// rewards and nothing to learn: the fixture pays the first rollout of
-	// each group 1, and the segments carry the advantages that follow.
+	// rewards and nothing to learn: the fixture scores the first two
+	// rollouts of each group successful, and the segments carry the
+	// advantages that follow.
 	txn, err := l.Begin(ctx, "main")
 	if err != nil {
 		t.Fatal(err)
@@ -195,8 +202,8 @@ func TestCausalPolicyOnSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range trajs {
-		if strings.HasSuffix(trajs[i].TrajectoryID, "@it001#00") {
-			trajs[i].Reward = 1
+		if id := trajs[i].TrajectoryID; strings.HasSuffix(id, "@it001#00") || strings.HasSuffix(id, "@it001#01") {
+			trajs[i].Reward, trajs[i].Outcome = 1, schemas.OutcomeSuccess
 		}
 	}
 	if err := lake.ReplaceTable(ctx, txn, schemas.Trajectories, trajs); err != nil {
@@ -210,6 +217,82 @@ func TestCausalPolicyOnSegments(t *testing.T) {
 	runJSON(t, &grpo, "train", "--objective", "grpo", "--steps", "2", "--seed", "2")
 	if grpo.Items == 0 || grpo.Mode != "window" || grpo.Segments != seg.Snapshot || grpo.TrainableTokens == 0 {
 		t.Fatalf("grpo reports %+v (segments %s)", grpo, seg.Snapshot)
+	}
+	checkRFT(t, l)
+}
+
+// checkRFT runs rejection-sampling fine-tuning on TestCausalPolicyOnSegments'
+// lake: 12 demonstrations, then 3 groups of 4 rollouts of which the
+// first two are successes. It trains on the demonstrations' segments and
+// the successes', at most --per-task of them per task, continuing the
+// newest (GRPO) checkpoint.
+func checkRFT(t *testing.T, l *lake.Lake) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := l.At(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev, err := stage.LatestCheckpoint(ctx, l, m, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := lake.ReadTable(ctx, l, m, schemas.Segments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, demoItems := map[string]int{}, 0
+	for _, r := range rows {
+		items[r.TrajectoryID]++
+		if !strings.Contains(r.TrajectoryID, "@it001") {
+			demoItems++ // the oracle's, cut again at K = Delta = 1
+		}
+	}
+	successItems := 0
+	for _, suffix := range []string{"#00", "#01"} {
+		for id, n := range items {
+			if strings.Contains(id, "@it001") && strings.HasSuffix(id, suffix) {
+				successItems += n
+			}
+		}
+	}
+	var all trainJSON
+	runJSON(t, &all, "train", "--objective", "rft", "--steps", "2", "--batch", "4", "--seed", "3")
+	if all.Items != demoItems+successItems {
+		t.Fatalf("rft trained on %d items, want the demonstrations' %d and the successes' %d", all.Items, demoItems, successItems)
+	}
+	var capped trainJSON
+	runJSON(t, &capped, "train", "--objective", "rft", "--steps", "2", "--batch", "4", "--seed", "3", "--per-task", "1")
+	if capped.Items <= demoItems || capped.Items >= all.Items {
+		t.Fatalf("rft --per-task 1 trained on %d items; want more than the demonstrations' %d and fewer than all successes' %d",
+			capped.Items, demoItems, all.Items)
+	}
+	m, err = l.At(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cks, err := lake.ReadTable(ctx, l, m, schemas.Checkpoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last := cks[len(cks)-2], cks[len(cks)-1]
+	if first.Objective != "rft" || first.ParentVersion != prev.Version || first.Iteration != 1 ||
+		last.Objective != "rft" || last.ParentVersion != first.Version || !strings.Contains(last.Params, `"per_task":1`) {
+		t.Fatalf("rft checkpoints %+v and %+v after v%d", first, last, prev.Version)
+	}
+	before, err := stage.LoadCausal(ctx, l, m, prev, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer before.Close()
+	after, err := stage.LoadCausal(ctx, l, m, &last, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Close()
+	if before.Config() != after.Config() || before.IDs().Size() != after.IDs().Size() || first.Blob == prev.Blob || last.Blob == first.Blob {
+		t.Fatalf("rft did not continue the checkpoint: config %+v -> %+v, vocabulary %d -> %d", before.Config(), after.Config(),
+			before.IDs().Size(), after.IDs().Size())
 	}
 }
 

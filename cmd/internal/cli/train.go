@@ -25,6 +25,11 @@ encoder-decoder checkpoint, are errors. Without --steps, --batch, --lr the demo'
 cosine schedule peaking at 1e-2, with an auxiliary next-token loss on the context tokens at weight 0.3; grpo: 30
 steps, batches of whole groups up to 32 items, 1e-4).
 
+--objective rft (rejection-sampling fine-tuning, expert iteration) continues the newest checkpoint with SFT's loss
+and schedule on the demonstrations and on the policy's own training rollouts the verifier scored successful (initial
+pass, RL batches, recalibrations; --per-task N keeps at most N per task, picked by --seed), 400 x 8 peaking at 1e-2
+by default. GRPO's updates stay on the tasks it rolls out; imitating every verified success spreads them.
+
 Checkpoints are blobs with a checkpoints row; train_metrics gets one row per optimiser step; the commit's params
 name the segments snapshot the rows came from.
 
@@ -33,6 +38,7 @@ Example:
    cualake train --objective sft --steps 100 --batch 4 --json
    cualake train --objective grpo --advantage stepo --steps 20 --json
    cualake train --objective grpo --max-stale 3 --mini-groups 4
+   cualake train --objective rft --per-task 2 --json
 
 GRPO trains on whole rollout groups: the fresh groups of the iterations rolled out since the last GRPO checkpoint,
 plus the AdaPR replays the newest batch picked (their stored trajectories and segments, not rolled out again).
@@ -40,7 +46,8 @@ Groups rolled out by a policy more than --max-stale versions older than the one 
 train_groups gets one row per group considered (channel, policy lag, kept).`,
 		Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag,
 			&cli.StringFlag{Name: "in", Usage: "input snapshot (default main)"},
-			&cli.StringFlag{Name: "objective", Value: "sft", Usage: "sft or grpo"},
+			&cli.StringFlag{Name: "objective", Value: "sft", Usage: "sft, rft or grpo"},
+			&cli.IntFlag{Name: "per-task", Usage: "rft: imitate at most N of a task's successful rollouts (0: all)"},
 			&cli.StringFlag{Name: "policy", Value: defaultPolicy, Usage: "sft: the model to create: causal, the only one (encdec was removed after 7878f89)"},
 			&cli.StringFlag{Name: "advantage", Value: "grpo", Usage: "grpo, stepo or naive"},
 			&cli.IntFlag{Name: "steps", Usage: "optimiser steps (default: the demo's)"},

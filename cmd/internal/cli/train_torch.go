@@ -90,6 +90,9 @@ func runTrain(c *cli.Context) error {
 	if err := stage.CheckPolicy(p.Policy); err != nil {
 		return usageErr("%v", err)
 	}
+	if p.PerTask = c.Int("per-task"); p.PerTask < 0 {
+		return usageErr("--per-task is %d, want >= 0", p.PerTask)
+	}
 	p.Groups = c.Int("mini-groups")
 	if p.Groups < 0 {
 		return usageErr("--mini-groups is %d, want >= 0", p.Groups)
