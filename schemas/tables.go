@@ -563,8 +563,8 @@ var Verifications = register(&Table[Verification]{
 type TrainMetric struct {
 	Version        int32   `parquet:"version"` // the policy version this run produces
 	Step           int32   `parquet:"step"`
-	Objective      string  `parquet:"objective"` // sft, grpo
-	Advantage      string  `parquet:"advantage"` // grpo, stepo, naive, "" for sft
+	Objective      string  `parquet:"objective"` // sft, rft, grpo
+	Advantage      string  `parquet:"advantage"` // grpo, stepo, naive, "" for sft and rft
 	Loss           float64 `parquet:"loss"`
 	PolicyLoss     float64 `parquet:"policy_loss"`
 	KL             float64 `parquet:"kl"`
