@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -424,7 +425,7 @@ func TestRFTPlan(t *testing.T) {
 	for _, s := range Plan(c) {
 		keys = append(keys, s.Key)
 		flags[s.Key] = strings.Join(s.Flags, " ")
-		if s.Iteration >= 1 && s.Iteration <= 2 && s.Key != fmt.Sprintf("it%02d-eval", s.Iteration) && s.Command[0] == "train" &&
+		if s.Command[0] == "train" && s.Iteration >= 1 && s.Iteration <= 2 &&
 			!strings.HasPrefix(flags[s.Key], "--objective rft --steps 400 --lr 0.01 --per-task 1 --seed ") {
 			t.Fatalf("%s: %s", s.Key, flags[s.Key])
 		}
@@ -439,6 +440,23 @@ func TestRFTPlan(t *testing.T) {
 	}
 	if f := flags["it03-train"]; !strings.HasPrefix(f, "--objective grpo ") {
 		t.Fatalf("it03-train: %s", f)
+	}
+	// The batch after the rounds keeps its iteration's number (one round
+	// rolls out nothing at iteration 1); plans without RFT keep their flags.
+	if f := flags["it03-sample"]; !strings.HasSuffix(f, " --iteration 3") {
+		t.Fatalf("it03-sample: %s", f)
+	}
+	one := c
+	one.RFT.Iterations = 1
+	for _, s := range Plan(one) {
+		if s.Key == "it02-sample" && !strings.HasSuffix(strings.Join(s.Flags, " "), " --iteration 2") {
+			t.Fatalf("one round, it02-sample: %v", s.Flags)
+		}
+	}
+	for _, s := range Plan(Default()) {
+		if s.Command[0] == "sample" && slices.Contains(s.Flags, "--iteration") {
+			t.Fatalf("without RFT, %s: %v", s.Key, s.Flags)
+		}
 	}
 	c.Async = true
 	keys = keys[:0]

@@ -112,9 +112,14 @@ func Plan(c Config) []Step {
 			ema = []string{"--ema-beta", ftoa(c.Sample.EMABeta), // EvoCUA-1.5 eq. 16
 				"--ics-ratio", ftoa(c.Sample.ICSRatio), "--replay-cap", itoa(c.Sample.ReplayCap), "--max-stale", itoa(c.Train.MaxStale)}
 		}
-		is.sample = mk(fmt.Sprintf("it%02d-sample", it), title("sample ("+c.Sample.Sampler+")"), 0.25, it, []string{"sample"},
-			append(append([]string{"--sampler", c.Sample.Sampler, "--batch", itoa(c.Sample.Batch)}, ema...),
-				"--p-min", ftoa(c.Sample.PMin), "--p-max", ftoa(c.Sample.PMax), "--seed", seedOf(c, 200+it))...)
+		sampleFlags := append(append([]string{"--sampler", c.Sample.Sampler, "--batch", itoa(c.Sample.Batch)}, ema...),
+			"--p-min", ftoa(c.Sample.PMin), "--p-max", ftoa(c.Sample.PMax), "--seed", seedOf(c, 200+it))
+		if c.RFT.Iterations > 0 {
+			// RFT round 1 rolls out nothing at iteration 1: the batch keeps
+			// the iteration's number (plans without RFT keep their flags).
+			sampleFlags = append(sampleFlags, "--iteration", itoa(it))
+		}
+		is.sample = mk(fmt.Sprintf("it%02d-sample", it), title("sample ("+c.Sample.Sampler+")"), 0.25, it, []string{"sample"}, sampleFlags...)
 		rollFlags := []string{"--policy", "checkpoint", "--n", itoa(c.Rollout.N), "--max-turns", itoa(c.Rollout.MaxTurns),
 			"--seed", seedOf(c, 300+it), "--workers", w}
 		if c.Rollout.Reward != "" {

@@ -54,6 +54,10 @@ type StageParams struct {
 	EMA       EMAParams `json:"ema"`
 	Frontier  FrontierParams
 	DTAC      DTACParams
+	// Iteration, when > 0, is the batch's iteration instead of one past
+	// the newest rolled-out one: the loop's RL iterations after RFT rounds,
+	// which roll out no batch of their own, keep their numbers.
+	Iteration int32 `json:"iteration,omitempty"`
 }
 
 // DefaultStageParams are the papers' defaults: frontier sampling, B = 32,
@@ -138,6 +142,12 @@ func RunStage(in StageInput, p StageParams) (*StageOutput, error) {
 		lastRated = max(lastRated, r.Iteration)
 	}
 	out := &StageOutput{Observed: -1, Iteration: lastRolled + 1}
+	if p.Iteration > 0 {
+		if p.Iteration <= lastRolled {
+			return nil, fmt.Errorf("%w: --iteration %d: iteration %d is already rolled out", ErrBadParams, p.Iteration, lastRolled)
+		}
+		out.Iteration = p.Iteration
+	}
 	for _, b := range in.Batches {
 		if b.Iteration == out.Iteration {
 			return nil, fmt.Errorf("iteration %d is already sampled and not rolled out yet: run rollout first", out.Iteration)

@@ -33,6 +33,7 @@ The rule and value are recorded in the commit's params (ema.Rule, ema.Alpha, ema
 			&cli.StringFlag{Name: "sampler", Value: "frontier", Usage: "frontier, dtac, uniform, curriculum or dapo"},
 			&cli.IntFlag{Name: "batch", Value: 32, Usage: "B, tasks per iteration"},
 			&cli.Int64Flag{Name: "seed", Usage: "seed of every draw"},
+			&cli.IntFlag{Name: "iteration", Usage: "the batch's iteration (default: one past the newest rolled-out one; the loop sets it after RFT rounds)"},
 			&cli.Float64Flag{Name: "alpha", Usage: "EMA weight of the new observation (default: ScaleCUA's 0.2; dtac: 1 - beta)"},
 			&cli.Float64Flag{Name: "ema-beta", Aliases: []string{"beta"}, Usage: "EvoCUA's EMA weight of the old estimate (dtac's default 0.7); sets alpha = 1 - beta"},
 			&cli.Float64Flag{Name: "p-min", Value: sample.DefaultPMin, Usage: "initial pool lower bound"},
@@ -79,6 +80,11 @@ func runSample(c *cli.Context) error {
 	}
 	p := sample.DefaultStageParams()
 	p.Sampler, p.BatchSize, p.Seed = c.String("sampler"), c.Int("batch"), c.Int64("seed")
+	if it := c.Int("iteration"); it < 0 || it > math.MaxInt32 {
+		return usageErr("--iteration is %d, want 1..%d (0: one past the newest rolled out)", it, math.MaxInt32)
+	} else {
+		p.Iteration = int32(it)
+	}
 	var err error
 	var alpha, beta *float64
 	if c.IsSet("alpha") {
