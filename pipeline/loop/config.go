@@ -157,6 +157,9 @@ type RFTConfig struct {
 	Steps      int     `yaml:"steps" json:"steps"`
 	LR         float64 `yaml:"lr" json:"lr"`
 	PerTask    int     `yaml:"per_task" json:"per_task"`
+	// Imitate is both, successes or demos (train --imitate): the last two
+	// are the controls for where a round's gain comes from.
+	Imitate string `yaml:"imitate" json:"imitate,omitempty"`
 }
 
 // Default returns the demo configuration.
@@ -175,7 +178,7 @@ func Default() Config {
 	c.Segment.Mode, c.Segment.K, c.Segment.Delta = "window", 5, 5
 	c.Train.Advantage, c.Train.Steps, c.Train.LR = "grpo", 30, 1e-4
 	c.Eval.N, c.Eval.Split = 1, "heldout"
-	c.RFT.N, c.RFT.Steps, c.RFT.LR, c.RFT.PerTask = 8, 400, 1e-2, 1
+	c.RFT.N, c.RFT.Steps, c.RFT.LR, c.RFT.PerTask, c.RFT.Imitate = 8, 400, 1e-2, 1, "both"
 	c.Audits = []string{"health", "synthesis", "overlap"}
 	c.Notebooks = []string{"notebooks/rollout-health.md", "notebooks/frontier.md", "notebooks/segments.md"}
 	return c
@@ -266,6 +269,8 @@ func (c Config) Validate() error {
 		check(c.RFT.Steps >= 1, "rft.steps is %d, want >= 1", c.RFT.Steps)
 		check(positive(c.RFT.LR), "rft.lr is %v, want a finite number > 0", c.RFT.LR)
 		check(c.RFT.PerTask >= 0, "rft.per_task is %d, want >= 0 (0: every success)", c.RFT.PerTask)
+		check(c.RFT.Imitate == "both" || c.RFT.Imitate == "successes" || c.RFT.Imitate == "demos",
+			"rft.imitate is %q, want both, successes or demos", c.RFT.Imitate)
 	}
 	check(c.Warmstart.Steps >= 1, "warmstart.steps is %d, want >= 1", c.Warmstart.Steps)
 	check(positive(c.Warmstart.LR), "warmstart.lr is %v, want a finite number > 0", c.Warmstart.LR)

@@ -420,13 +420,26 @@ func TestRFTPlan(t *testing.T) {
 		t.Fatal("rft.iterations 2 names the GRPO run")
 	}
 	c.RFT.Steps = 400
+	// The controls pass --imitate; the default passes nothing, so the
+	// run id of a config that writes `imitate: both` is the default's.
+	both := RunID(c)
+	c.RFT.Imitate = "demos"
+	if RunID(c) == both {
+		t.Fatal("rft.imitate demos names the default run")
+	}
+	for _, s := range Plan(c) {
+		if s.Key == "it02-train" && !strings.HasSuffix(strings.Join(s.Flags, " "), " --imitate demos") {
+			t.Fatalf("imitate demos, it02-train: %v", s.Flags)
+		}
+	}
+	c.RFT.Imitate = "both"
 	flags := map[string]string{}
 	var keys []string
 	for _, s := range Plan(c) {
 		keys = append(keys, s.Key)
 		flags[s.Key] = strings.Join(s.Flags, " ")
 		if s.Command[0] == "train" && s.Iteration >= 1 && s.Iteration <= 2 &&
-			!strings.HasPrefix(flags[s.Key], "--objective rft --steps 400 --lr 0.01 --per-task 1 --seed ") {
+			(!strings.HasPrefix(flags[s.Key], "--objective rft --steps 400 --lr 0.01 --per-task 1 --seed ") || strings.Contains(flags[s.Key], "--imitate")) {
 			t.Fatalf("%s: %s", s.Key, flags[s.Key])
 		}
 	}
@@ -477,6 +490,7 @@ func TestRFTPlan(t *testing.T) {
 		func(c *Config) { c.RFT.LR = 0 },
 		func(c *Config) { c.RFT.PerTask = -1 },
 		func(c *Config) { c.RFT.N = 0 },
+		func(c *Config) { c.RFT.Imitate = "all" },
 	} {
 		b := c
 		bad(&b)

@@ -99,8 +99,11 @@ func Plan(c Config) []Step {
 					"--max-turns", itoa(c.Rollout.MaxTurns), "--seed", seedOf(c, 700+it), "--workers", w}, view...)...)
 		}
 		add(fmt.Sprintf("it%02d-segment", it), title("segment ("+c.Segment.Mode+")"), 2, it, []string{"segment"}, segFlags()...)
-		add(fmt.Sprintf("it%02d-train", it), title("train (RFT on the verified successes)"), rate.sftStep*float64(c.RFT.Steps), it, []string{"train"},
-			"--objective", "rft", "--steps", itoa(c.RFT.Steps), "--lr", ftoa(c.RFT.LR), "--per-task", itoa(c.RFT.PerTask), "--seed", seedOf(c, 800+it))
+		rft := []string{"--objective", "rft", "--steps", itoa(c.RFT.Steps), "--lr", ftoa(c.RFT.LR), "--per-task", itoa(c.RFT.PerTask), "--seed", seedOf(c, 800+it)}
+		if c.RFT.Imitate != "both" {
+			rft = append(rft, "--imitate", c.RFT.Imitate)
+		}
+		add(fmt.Sprintf("it%02d-train", it), title("train (RFT on the verified successes)"), rate.sftStep*float64(c.RFT.Steps), it, []string{"train"}, rft...)
 		s = append(s, evalStep(it))
 	}
 	iters := make([]iterSteps, c.Iterations+1)

@@ -38,6 +38,9 @@ func RunID(c Config) string {
 	if c.RFT.Iterations == 0 {
 		c.RFT = RFTConfig{} // off: left out of the JSON (omitzero), as before the field
 	}
+	if c.RFT.Imitate == "both" {
+		c.RFT.Imitate = "" // the default: left out (omitempty), as before the field
+	}
 	b, _ := json.Marshal(c)
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])[:12]

@@ -318,13 +318,15 @@ func IsPolicySuccess(t *schemas.Trajectory) bool {
 }
 
 // imitated picks the trajectories a supervised run trains on: the
-// demonstrations, and for rft also the policy's successes, at most
-// perTask of them per task (0: all), the ones with the smallest
-// seed-keyed hash of their id, so that easy tasks (8 successes of 8) do not
-// outweigh the hard ones. newest is the newest iteration of those successes
-// (-1 for sft), the checkpoint's iteration.
-func imitated(ctx context.Context, l *lake.Lake, m *lake.Manifest, rft bool, perTask int, seed int64) (demos map[string]bool, successes int, newest int32, err error) {
-	demos, newest = map[string]bool{}, -1
+// demonstrations, and for rft the policy's successes, at most perTask of
+// them per task (0: all), the ones with the smallest seed-keyed hash of
+// their id, so that easy tasks (8 successes of 8) do not outweigh the hard
+// ones; rft's imitate option keeps only one of the two. newest is the
+// newest iteration of the policy's successes, imitated or not (-1 for sft):
+// the checkpoint's iteration, so a demonstrations-only round is still
+// numbered by the round it stands in for.
+func imitated(ctx context.Context, l *lake.Lake, m *lake.Manifest, rft bool, imitate string, perTask int, seed int64) (picked map[string]bool, demos, successes int, newest int32, err error) {
+	picked, newest = map[string]bool{}, -1
 	byTask := map[string][]string{}
 	err = lake.ScanTable(ctx, l, m, schemas.Trajectories, 4096, func(rows []schemas.Trajectory) error {
 		for i := range rows {
@@ -332,16 +334,21 @@ func imitated(ctx context.Context, l *lake.Lake, m *lake.Manifest, rft bool, per
 			switch {
 			case t.Steps == 0:
 			case IsDemonstration(t):
-				demos[t.TrajectoryID] = true
+				if !rft || imitate != ImitateSuccesses {
+					picked[t.TrajectoryID] = true
+					demos++
+				}
 			case rft && IsPolicySuccess(t):
-				byTask[t.TaskID] = append(byTask[t.TaskID], t.TrajectoryID)
 				newest = max(newest, t.Iteration)
+				if imitate != ImitateDemos {
+					byTask[t.TaskID] = append(byTask[t.TaskID], t.TrajectoryID)
+				}
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, 0, -1, err
+		return nil, 0, 0, -1, err
 	}
 	for _, ids := range byTask {
 		if perTask > 0 && len(ids) > perTask {
@@ -350,11 +357,11 @@ func imitated(ctx context.Context, l *lake.Lake, m *lake.Manifest, rft bool, per
 			ids = ids[:perTask]
 		}
 		for _, id := range ids {
-			demos[id] = true
+			picked[id] = true
 			successes++
 		}
 	}
-	return demos, successes, newest, nil
+	return picked, demos, successes, newest, nil
 }
 
 // runCausalSFT is the supervised run: --objective sft creates a fresh model
@@ -364,14 +371,14 @@ func imitated(ctx context.Context, l *lake.Lake, m *lake.Manifest, rft bool, per
 func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params, prev *schemas.Checkpoint) (*Output, error) {
 	rft := p.Objective == ObjectiveRFT
 	what := "train --objective " + p.Objective
-	demos, successes, iteration, err := imitated(ctx, l, m, rft, p.PerTask, p.Seed)
+	demos, nDemos, successes, iteration, err := imitated(ctx, l, m, rft, p.Imitate, p.PerTask, p.Seed)
 	if err != nil {
 		return nil, err
 	}
-	if rft && successes == 0 {
+	if rft && iteration < 0 {
 		return nil, fmt.Errorf("%s: snapshot %s holds no successful training rollouts of the policy (run `cualake rollout --policy checkpoint --split train` first)", what, short(m.ID))
 	}
-	if len(demos) == 0 {
+	if nDemos == 0 && (!rft || p.Imitate == ImitateDemos) {
 		return nil, fmt.Errorf("%s: no successful demonstrations (run `cualake rollout --policy oracle` first)", what)
 	}
 	cfg := causal.DefaultConfig(2)
@@ -428,7 +435,7 @@ func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params,
 	}
 	defer opt.Close()
 	version, parent := nextVersion(prev)
-	out := &Output{Items: len(items), Mode: rows[0].Mode, SegmentsFrom: from}
+	out := &Output{Items: len(items), Mode: rows[0].Mode, SegmentsFrom: from, Demonstrations: nDemos, Successes: successes}
 	countTokens(out, rows)
 	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x5f7))
 	order, pos := rng.Perm(len(items)), 0

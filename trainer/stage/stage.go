@@ -42,6 +42,10 @@ type Params struct {
 	Temperature float64 `json:"temperature"`
 	// PerTask caps rft's imitated successes per task (0: all of them).
 	PerTask int `json:"per_task,omitempty"`
+	// Imitate is what rft imitates: ImitateBoth (""), ImitateSuccesses or
+	// ImitateDemos, the two ablations that say where a round's gain comes
+	// from (the policy's successes, or more steps on the demonstrations).
+	Imitate string `json:"imitate,omitempty"`
 	// Progress, when set, is called after every optimiser step with the
 	// steps done and the total, so a long SFT shows how far it is.
 	Progress func(done, total int) `json:"-"`
@@ -117,6 +121,23 @@ const (
 // found across the pool, as more demonstrations do.
 const ObjectiveRFT = "rft"
 
+// What --objective rft imitates (Params.Imitate). Both is the empty string
+// so that a default run's params read as they did before the option.
+const (
+	ImitateBoth      = ""
+	ImitateSuccesses = "successes"
+	ImitateDemos     = "demos"
+)
+
+// CheckImitate validates Params.Imitate ("both" is spelled "").
+func CheckImitate(v string) error {
+	switch v {
+	case ImitateBoth, ImitateSuccesses, ImitateDemos:
+		return nil
+	}
+	return fmt.Errorf("train --imitate is %q, want both, successes or demos", v)
+}
+
 // RFT's defaults are the warm start's steps and peak rate (measured as
 // such in examples/experiments/rft.yaml; no other setting was tried).
 const (
@@ -142,6 +163,9 @@ type Output struct {
 	// Mode is the segment mode of the rows trained on, SegmentsFrom the
 	// snapshot that wrote them.
 	Mode, SegmentsFrom string
+	// Demonstrations and Successes count the trajectories a supervised run
+	// imitated: demonstrations, and for rft the policy's verified successes.
+	Demonstrations, Successes int
 	// TrainSeconds is the wall time of the optimiser steps, and for GRPO of
 	// the reference's pass over the items before them (reading the
 	// snapshot, decoding screenshots and saving the checkpoint excluded).
@@ -196,6 +220,9 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params) (*Output
 		}
 		if p.PerTask < 0 {
 			return nil, fmt.Errorf("train --per-task is %d, want >= 0", p.PerTask)
+		}
+		if err := CheckImitate(p.Imitate); err != nil {
+			return nil, err
 		}
 		return runCausalSFT(ctx, l, m, p, prev)
 	case "grpo":

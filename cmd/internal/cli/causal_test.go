@@ -294,6 +294,41 @@ func checkRFT(t *testing.T, l *lake.Lake) {
 		t.Fatalf("rft did not continue the checkpoint: config %+v -> %+v, vocabulary %d -> %d", before.Config(), after.Config(),
 			before.IDs().Size(), after.IDs().Size())
 	}
+	// The two controls imitate one side each, and a round of either keeps
+	// the round's iteration.
+	var demosOnly, successesOnly imitateJSON
+	runJSON(t, &demosOnly, "train", "--objective", "rft", "--steps", "2", "--batch", "4", "--seed", "3", "--imitate", "demos")
+	runJSON(t, &successesOnly, "train", "--objective", "rft", "--steps", "2", "--batch", "4", "--seed", "3", "--imitate", "successes")
+	if demosOnly.Items != demoItems || demosOnly.Successes != 0 || demosOnly.Demonstrations == 0 ||
+		successesOnly.Items != successItems || successesOnly.Demonstrations != 0 || successesOnly.Successes == 0 {
+		t.Fatalf("--imitate demos: %+v (want %d items); --imitate successes: %+v (want %d items)", demosOnly, demoItems, successesOnly, successItems)
+	}
+	if m, err = l.At(ctx, "main"); err != nil {
+		t.Fatal(err)
+	}
+	if cks, err = lake.ReadTable(ctx, l, m, schemas.Checkpoints); err != nil {
+		t.Fatal(err)
+	}
+	for _, ck := range cks[len(cks)-2:] {
+		if ck.Iteration != 1 || ck.Objective != "rft" || !strings.Contains(ck.Params, `"imitate":"`) {
+			t.Fatalf("control checkpoint %+v", ck)
+		}
+	}
+	for _, bad := range [][]string{
+		{"train", "--objective", "rft", "--imitate", "all"},
+		{"train", "--objective", "sft", "--imitate", "demos"},
+	} {
+		if out, err := run(t, bad...); err == nil || !strings.Contains(out+err.Error(), "--imitate") {
+			t.Fatalf("%v: %v\n%s", bad, err, out)
+		}
+	}
+}
+
+// imitateJSON is what train --json says a supervised run imitated.
+type imitateJSON struct {
+	Items          int `json:"items"`
+	Demonstrations int `json:"imitated_demonstrations"`
+	Successes      int `json:"imitated_successes"`
 }
 
 // TestTrainDefaultsAreTheDemos: `train --objective sft` without flags is

@@ -29,6 +29,8 @@ steps, batches of whole groups up to 32 items, 1e-4).
 and schedule on the demonstrations and on the policy's own training rollouts the verifier scored successful (initial
 pass, RL batches, recalibrations; --per-task N keeps at most N per task, picked by --seed), 400 x 8 peaking at 1e-2
 by default. GRPO's updates stay on the tasks it rolls out; imitating every verified success spreads them.
+--imitate successes (the successes alone) and --imitate demos (the demonstrations alone: the same steps as a round,
+none of the policy's data) are the two controls that say where a round's gain comes from.
 
 Checkpoints are blobs with a checkpoints row; train_metrics gets one row per optimiser step; the commit's params
 name the segments snapshot the rows came from.
@@ -39,6 +41,7 @@ Example:
    cualake train --objective grpo --advantage stepo --steps 20 --json
    cualake train --objective grpo --max-stale 3 --mini-groups 4
    cualake train --objective rft --per-task 2 --json
+   cualake train --objective rft --imitate demos --json
 
 GRPO trains on whole rollout groups: the fresh groups of the iterations rolled out since the last GRPO checkpoint,
 plus the AdaPR replays the newest batch picked (their stored trajectories and segments, not rolled out again).
@@ -48,6 +51,7 @@ train_groups gets one row per group considered (channel, policy lag, kept).`,
 			&cli.StringFlag{Name: "in", Usage: "input snapshot (default main)"},
 			&cli.StringFlag{Name: "objective", Value: "sft", Usage: "sft, rft or grpo"},
 			&cli.IntFlag{Name: "per-task", Usage: "rft: imitate at most N of a task's successful rollouts (0: all)"},
+			&cli.StringFlag{Name: "imitate", Value: "both", Usage: "rft: both, successes (the policy's alone) or demos (the demonstrations alone: a control)"},
 			&cli.StringFlag{Name: "policy", Value: defaultPolicy, Usage: "sft: the model to create: causal, the only one (encdec was removed after 7878f89)"},
 			&cli.StringFlag{Name: "advantage", Value: "grpo", Usage: "grpo, stepo or naive"},
 			&cli.IntFlag{Name: "steps", Usage: "optimiser steps (default: the demo's)"},

@@ -93,6 +93,15 @@ func runTrain(c *cli.Context) error {
 	if p.PerTask = c.Int("per-task"); p.PerTask < 0 {
 		return usageErr("--per-task is %d, want >= 0", p.PerTask)
 	}
+	if p.Imitate = c.String("imitate"); p.Imitate == "both" {
+		p.Imitate = stage.ImitateBoth
+	}
+	if err := stage.CheckImitate(p.Imitate); err != nil {
+		return usageErr("%v", err)
+	}
+	if p.Imitate != stage.ImitateBoth && p.Objective != stage.ObjectiveRFT {
+		return usageErr("--imitate %s applies to --objective rft only", p.Imitate)
+	}
 	p.Groups = c.Int("mini-groups")
 	if p.Groups < 0 {
 		return usageErr("--mini-groups is %d, want >= 0", p.Groups)
@@ -152,6 +161,7 @@ func runTrain(c *cli.Context) error {
 			"policy": p.Policy, "items": out.Items, "tokens": out.Tokens, "trainable_tokens": out.TrainableTokens, "mode": out.Mode,
 			"segments": out.SegmentsFrom, "train_seconds": out.TrainSeconds, "stale_dropped": out.Dropped, "stale_dropped_groups": out.DroppedGroups,
 			"replayed_groups": out.Replayed, "lag_histogram": lagHistogram(out.Groups), "steps": len(out.Metrics), "final_loss": last.Loss,
+			"imitated_demonstrations": out.Demonstrations, "imitated_successes": out.Successes,
 			"tokens_per_second": float64(tokens) / secs, "seconds": secs})
 	}
 	fmt.Fprintf(c.App.Writer, "trained %s v%d from %d items: %d steps, final loss %.4f, %.0f tokens/s\nsnapshot %s\n",
