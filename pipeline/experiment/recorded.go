@@ -2,6 +2,8 @@ package experiment
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -27,13 +29,26 @@ const recordedDir = "exp/_steps/"
 // any fork point by this code version. The hash covers every step's key,
 // command and flags, the seed's included, so equal names mean equal work.
 func stepsTag(steps []loop.Step) string {
-	v := strings.Map(func(r rune) rune {
+	return recordedDir + codeDir() + "/p" + stepsID(steps)
+}
+
+// armStepsTag names the snapshot of the last of steps, an arm's leading
+// steps, run by this code version on a branch forked from the prefix
+// snapshot fork. Unlike a prefix's, an arm's steps read what its prefix
+// committed, so the fork is part of the name.
+func armStepsTag(fork string, steps []loop.Step) string {
+	h := sha256.Sum256([]byte(fork + "/" + stepsID(steps)))
+	return recordedDir + codeDir() + "/a" + hex.EncodeToString(h[:])[:12]
+}
+
+// codeDir is lake.CodeVersion as one safe path element.
+func codeDir() string {
+	return strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
 			return r
 		}
 		return '-'
 	}, lake.CodeVersion)
-	return recordedDir + v + "/p" + stepsID(steps)
 }
 
 // recordSteps tags pre's leading step sequences, shallow first, at the
@@ -45,17 +60,32 @@ func stepsTag(steps []loop.Step) string {
 // which a prefix adopting them needs (loop's checkDone). Steps another
 // code version committed are not recorded.
 func recordSteps(ctx context.Context, l *lake.Lake, pre *Prefix) error {
+	return record(ctx, l, pre.Branch, pre.RunID, pre.Steps, func(n int) string { return stepsTag(pre.Steps[:n]) })
+}
+
+// recordArm does for a finished arm what recordSteps does for a prefix:
+// another arm forked from the same prefix snapshot whose leading steps are
+// the same (an arm of fewer iterations, or of other settings that reach
+// only the later ones) then takes them (adoptArmSteps).
+func recordArm(ctx context.Context, l *lake.Lake, a *Arm, fork string) error {
+	steps := suffixSteps(a.Config)
+	return record(ctx, l, a.Branch, loop.RunID(a.Config), steps, func(n int) string { return armStepsTag(fork, steps[:n]) })
+}
+
+// record tags the leading sequences of run's steps on branch, the first n
+// under name(n): recordSteps and recordArm.
+func record(ctx context.Context, l *lake.Lake, branch, run string, steps []loop.Step, name func(n int) string) error {
 	tags, err := l.Tags(ctx)
 	if err != nil {
 		return err
 	}
-	got, ok := runTags(tags, pre.Branch, pre.RunID, pre.Steps)
-	if !ok {
+	got, ok := runTags(tags, branch, run, steps)
+	if !ok || len(steps) == 0 {
 		return nil // not finished: nothing to record yet
 	}
-	for i, s := range pre.Steps {
+	for i, s := range steps {
 		id := got[s.Key]
-		name := stepsTag(pre.Steps[:i+1])
+		name := name(i + 1)
 		if cur, ok := tags[name]; ok {
 			if cur != id {
 				return nil // recorded from another lineage: see above
@@ -64,7 +94,7 @@ func recordSteps(ctx context.Context, l *lake.Lake, pre *Prefix) error {
 		}
 		m, err := l.Snapshot(ctx, id)
 		if err != nil {
-			return fmt.Errorf("recording step %s of %s: %w", s.Key, pre.Branch, err)
+			return fmt.Errorf("recording step %s of %s: %w", s.Key, branch, err)
 		}
 		if !loop.SameCode(m) {
 			return nil
@@ -72,13 +102,13 @@ func recordSteps(ctx context.Context, l *lake.Lake, pre *Prefix) error {
 		if start, ok := got[s.Key+loop.StartedSuffix]; ok {
 			// Only timing reads a start tag: a race lost here is harmless.
 			if _, err := l.Tag(ctx, name+loop.StartedSuffix, start); err != nil && !errors.Is(err, lake.ErrExist) {
-				return fmt.Errorf("recording step %s of %s: %w", s.Key, pre.Branch, err)
+				return fmt.Errorf("recording step %s of %s: %w", s.Key, branch, err)
 			}
 		}
 		if _, err := l.Tag(ctx, name, id); errors.Is(err, lake.ErrExist) {
 			return nil // another run recorded these steps first
 		} else if err != nil {
-			return fmt.Errorf("recording step %s of %s: %w", s.Key, pre.Branch, err)
+			return fmt.Errorf("recording step %s of %s: %w", s.Key, branch, err)
 		}
 	}
 	return nil
@@ -97,21 +127,7 @@ func adoptRecorded(ctx context.Context, l *lake.Lake, pre *Prefix, fromStem int,
 	if err != nil {
 		return err
 	}
-	// The recorded sequences of pre's steps, shallow first, up to the
-	// first that is not recorded.
-	got := map[string]string{}
-	d := 0
-	for ; d < len(pre.Steps); d++ {
-		s, name := pre.Steps[d], stepsTag(pre.Steps[:d+1])
-		id, ok := tags[name]
-		if !ok {
-			break
-		}
-		got[s.Key] = id
-		if start, ok := tags[name+loop.StartedSuffix]; ok {
-			got[s.Key+loop.StartedSuffix] = start
-		}
-	}
+	got, d := recorded(tags, pre.Steps, func(n int) string { return stepsTag(pre.Steps[:n]) })
 	if d <= fromStem {
 		return nil
 	}
@@ -125,5 +141,59 @@ func adoptRecorded(ctx context.Context, l *lake.Lake, pre *Prefix, fromStem int,
 		return fmt.Errorf("sharing recorded steps with %s: %w", pre.Branch, err)
 	}
 	fmt.Fprintf(log, "steps: the first %d (to %s) are committed by an earlier experiment; shared (snapshot %s), not recomputed\n", d, pre.Steps[d-1].Key, lake.ShortID(last))
+	return nil
+}
+
+// recorded returns the recorded sequences of steps, shallow first, up to
+// the first that is not recorded: their snapshots (and start tags) by step
+// key, as runTags gives them, and how many there are.
+func recorded(tags map[string]string, steps []loop.Step, name func(n int) string) (map[string]string, int) {
+	got := map[string]string{}
+	d := 0
+	for ; d < len(steps); d++ {
+		s, name := steps[d], name(d+1)
+		id, ok := tags[name]
+		if !ok {
+			break
+		}
+		got[s.Key] = id
+		if start, ok := tags[name+loop.StartedSuffix]; ok {
+			got[s.Key+loop.StartedSuffix] = start
+		}
+	}
+	return got, d
+}
+
+// adoptArmSteps gives a, which has no branch yet, the deepest leading
+// sequence of its steps that another arm forked from the same prefix
+// snapshot recorded (recordArm): their done and start tags under a's run,
+// then a's branch at the last one's snapshot. markBranch then commits a's
+// marker on top, and RunSteps runs the rest. Same steps from the same
+// snapshot give the same data files on one machine type, so two arms that
+// differ only after their first rounds compute those rounds once.
+func adoptArmSteps(ctx context.Context, l *lake.Lake, a *Arm, fork string, log io.Writer) error {
+	if done, err := hasBranch(ctx, l, a.Branch); err != nil || done {
+		return err
+	}
+	tags, err := l.Tags(ctx)
+	if err != nil {
+		return err
+	}
+	steps := suffixSteps(a.Config)
+	got, d := recorded(tags, steps, func(n int) string { return armStepsTag(fork, steps[:n]) })
+	if d == 0 {
+		return nil
+	}
+	last := got[steps[d-1].Key]
+	if m, err := l.Snapshot(ctx, last); err != nil {
+		return fmt.Errorf("recorded steps of %s: %w", a.Branch, err)
+	} else if !loop.SameCode(m) {
+		return nil
+	}
+	if err := shareRun(ctx, l, a.Branch, loop.RunID(a.Config), got, last); err != nil {
+		return fmt.Errorf("sharing recorded steps with %s: %w", a.Branch, err)
+	}
+	fmt.Fprintf(log, "steps: the first %d of %d (to %s) are committed by another arm from this prefix; shared (snapshot %s), not recomputed\n",
+		d, len(steps), steps[d-1].Key, lake.ShortID(last))
 	return nil
 }

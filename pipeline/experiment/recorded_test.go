@@ -137,3 +137,90 @@ func TestRecordingKeepsOneLineage(t *testing.T) {
 		t.Fatalf("third forks at %s, want the second's %s", lake.ShortID(got), lake.ShortID(want))
 	}
 }
+
+// Two arms forked from one prefix snapshot whose leading steps are equal
+// (2 and 3 iterations) compute those steps once: the second takes them
+// from the first's recorded snapshots, commits its own marker on top and
+// runs only its own steps; a rerun runs nothing. A kill between the
+// adoption and the marker resumes to the same branch, and another fork
+// point shares nothing.
+func TestArmsShareTheirLeadingSteps(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	write(t, dir, "base.yaml", base)
+	p, err := Load(write(t, dir, "arms.yaml", "name: arms\nbase: base.yaml\nseeds: [1]\nvariants:\n  - {name: it2}\n  - {name: it3, set: {iterations: 3}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Arms) != 2 || p.Arms[0].Prefix != p.Arms[1].Prefix {
+		t.Fatalf("%d arms; want two on one prefix", len(p.Arms))
+	}
+	it2, it3 := p.Arms[0], p.Arms[1]
+	s2, s3 := suffixSteps(it2.Config), suffixSteps(it3.Config)
+	shared := sharedSteps(s2, s3)
+	if shared == 0 || shared >= len(s3) {
+		t.Fatalf("the arms share %d of %d steps: the test needs a proper leading part", shared, len(s3))
+	}
+	runArmCounted := func(f *fakeSteps, a *Arm, fork string) int {
+		t.Helper()
+		before := f.count
+		if _, err := runArm(ctx, f.l, p, a, fork, Options{Workers: 1, Executor: f.executor}, io.Discard); err != nil {
+			t.Fatalf("%s: %v", a.Branch, err)
+		}
+		return f.count - before
+	}
+	check := func(f *fakeSteps, fork string) {
+		t.Helper()
+		tags, err := f.l.Tags(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range s3[:shared] {
+			own, donor := tags[loop.DoneTag(it3.Branch, loop.RunID(it3.Config), s.Key)], tags[loop.DoneTag(it2.Branch, loop.RunID(it2.Config), s2[i].Key)]
+			if own == "" || own != donor {
+				t.Fatalf("step %s of it3 at %s, it2's at %s", s.Key, own, donor)
+			}
+		}
+		head, err := f.l.BranchHead(ctx, it3.Branch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row, err := runRow(ctx, f.l, head)
+		if err != nil || row == nil || row.Variant != "it3" || row.RunID != loop.RunID(it3.Config) || row.PrefixSnapshot != fork {
+			t.Fatalf("it3's head row %+v (%v)", row, err)
+		}
+	}
+
+	f := &fakeSteps{l: openTestLake(t)}
+	fork := commitRoot(t, f.l, "prefix")
+	if n := runArmCounted(f, it2, fork); n != len(s2) {
+		t.Fatalf("it2 ran %d steps, want %d", n, len(s2))
+	}
+	if n := runArmCounted(f, it3, fork); n != len(s3)-shared {
+		t.Fatalf("it3 ran %d steps, want its %d own (the first %d are it2's)", n, len(s3)-shared, shared)
+	}
+	check(f, fork)
+	if n := runArmCounted(f, it3, fork); n != 0 {
+		t.Fatalf("a rerun ran %d steps", n)
+	}
+
+	// Killed after the adoption, before the marker: the rerun commits it.
+	k := &fakeSteps{l: openTestLake(t)}
+	kfork := commitRoot(t, k.l, "prefix")
+	runArmCounted(k, it2, kfork)
+	if err := adoptArmSteps(ctx, k.l, it3, kfork, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if n := runArmCounted(k, it3, kfork); n != len(s3)-shared {
+		t.Fatalf("after a kill, it3 ran %d steps, want %d", n, len(s3)-shared)
+	}
+	check(k, kfork)
+
+	// From another prefix snapshot nothing is shared.
+	other := &fakeSteps{l: f.l}
+	it3b := *it3
+	it3b.Branch = "exp/arms/it3/s1-other"
+	if n := runArmCounted(other, &it3b, commitRoot(t, f.l, "another prefix")); n != len(s3) {
+		t.Fatalf("from another fork it3 ran %d steps, want all %d", n, len(s3))
+	}
+}

@@ -637,6 +637,9 @@ func runArm(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, prefixHead strin
 	if err := adoptArm(ctx, l, a, prefixHead, log); err != nil {
 		return br, err
 	}
+	if err := adoptArmSteps(ctx, l, a, prefixHead, log); err != nil {
+		return br, err
+	}
 	if _, err := ensureBranch(ctx, l, a.Branch, prefixHead); err != nil {
 		return br, err
 	}
@@ -655,6 +658,9 @@ func runArm(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, prefixHead strin
 		}
 	}
 	count(&br, res)
+	if err := recordArm(ctx, l, a, prefixHead); err != nil {
+		return br, err
+	}
 	if br.Head, err = b.Head(ctx); err != nil {
 		return br, err
 	}
@@ -708,8 +714,9 @@ func runRow(ctx context.Context, l *lake.Lake, id string) (*schemas.ExperimentRu
 // markBranch makes the branch's first commit its experiment_runs row, so
 // its lineage names the experiment and variant. A branch whose head
 // already has it (a rerun) is left alone; one whose head is another
-// experiment's finished run of the same config (adoptArm) gets the row on
-// top, naming the run it shares.
+// experiment's finished run of the same config (adoptArm), or another
+// arm's snapshot after steps this arm shares (adoptArmSteps), gets the row
+// on top, naming the run it shares.
 func markBranch(ctx context.Context, b *lake.Lake, p *Plan, a *Arm, prefixHead string) error {
 	head, err := b.Head(ctx)
 	if err != nil {
@@ -723,8 +730,14 @@ func markBranch(ctx context.Context, b *lake.Lake, p *Plan, a *Arm, prefixHead s
 		return writeMarker(ctx, b, p, a, prefixHead, "")
 	}
 	// A rerun: the branch must be this arm's, not one an earlier version
-	// of the file ran with other settings.
+	// of the file ran with other settings, unless its head is a step of
+	// this arm's run that another arm committed (adoptArmSteps).
 	if row.RunID != loop.RunID(a.Config) || row.PrefixSnapshot != prefixHead {
+		if adopted, err := isOwnStep(ctx, b, a, head); err != nil {
+			return err
+		} else if adopted && row.PrefixSnapshot == prefixHead {
+			return writeMarker(ctx, b, p, a, prefixHead, row.Branch)
+		}
 		return fmt.Errorf("branch %s already holds a run of another config or prefix (%s %s; now %s from %s): "+
 			"the experiment file changed since; rename the experiment or delete its branches (cualake lake branch delete)",
 			a.Branch, row.RunID, row.PrefixSnapshot, loop.RunID(a.Config), prefixHead)
@@ -733,6 +746,22 @@ func markBranch(ctx context.Context, b *lake.Lake, p *Plan, a *Arm, prefixHead s
 		return writeMarker(ctx, b, p, a, prefixHead, row.Branch)
 	}
 	return nil
+}
+
+// isOwnStep says whether head is the done tag of one of a's steps: a
+// branch adoptArmSteps created at another arm's snapshot.
+func isOwnStep(ctx context.Context, l *lake.Lake, a *Arm, head string) (bool, error) {
+	tags, err := l.Tags(ctx)
+	if err != nil {
+		return false, err
+	}
+	run := loop.RunID(a.Config)
+	for _, s := range suffixSteps(a.Config) {
+		if tags[loop.DoneTag(a.Branch, run, s.Key)] == head {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // writeMarker commits a's experiment_runs row on b: the branch's first

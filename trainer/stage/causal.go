@@ -514,8 +514,8 @@ func knownTrained(model *causal.Model, it causal.Item) error {
 // predicting the rest too (the instruction's word markers, the screens'
 // element lists, which repeat from turn to turn) gives the small model the
 // lookups its pointers need, and lifted held-out success after the warm
-// start from 7.7% to 13.8% at the same steps (README, "Learning: what was
-// measured").
+// start from 7.7% to 13.8% at the same steps (docs/learning.md, "Every
+// measurement").
 const CausalSFTContextWeight = 0.3
 
 // cosineLR is the causal warm start's rate at step of n: a linear warm-up

@@ -116,7 +116,7 @@ const (
 // continues with the warm start's supervised loss on the demonstrations and
 // on the policy's own rollouts the verifier scored successful (expert
 // iteration). GRPO's per-group updates at 1e-4 improve the tasks it rolls
-// out and move no other (README, "RL does not transfer"); imitating every
+// out and move no other (docs/learning.md, "RL does not transfer"); imitating every
 // verified success at the warm start's rate spreads what the initial pass
 // found across the pool, as more demonstrations do.
 const ObjectiveRFT = "rft"
