@@ -371,7 +371,7 @@ func imitated(ctx context.Context, l *lake.Lake, m *lake.Manifest, rft bool, imi
 func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params, prev *schemas.Checkpoint) (*Output, error) {
 	rft := p.Objective == ObjectiveRFT
 	what := "train --objective " + p.Objective
-	demos, nDemos, successes, iteration, err := imitated(ctx, l, m, rft, p.Imitate, p.PerTask, p.Seed)
+	picked, nDemos, successes, iteration, err := imitated(ctx, l, m, rft, p.Imitate, p.PerTask, p.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -382,19 +382,19 @@ func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params,
 		return nil, fmt.Errorf("%s: no successful demonstrations (run `cualake rollout --policy oracle` first)", what)
 	}
 	cfg := causal.DefaultConfig(2)
-	rows, from, err := segmentRows(ctx, l, m, demos)
+	rows, from, err := segmentRows(ctx, l, m, picked)
 	if err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("%s: snapshot %s holds no segments for its %d trajectories to imitate: run `%s` first",
-			what, short(m.ID), len(demos), segmentCommand(cfg))
+			what, short(m.ID), len(picked), segmentCommand(cfg))
 	}
 	have := map[string]bool{}
 	for i := range rows {
 		have[rows[i].TrajectoryID] = true
 	}
-	for _, id := range slices.Sorted(maps.Keys(demos)) {
+	for _, id := range slices.Sorted(maps.Keys(picked)) {
 		if !have[id] {
 			return nil, fmt.Errorf("%s: trajectory %s has no segments (the segments table predates it): run `%s` again",
 				what, id, segmentCommand(cfg))
