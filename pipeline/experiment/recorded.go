@@ -85,8 +85,8 @@ func record(ctx context.Context, l *lake.Lake, branch, run string, steps []loop.
 	}
 	for i, s := range steps {
 		id := got[s.Key]
-		name := name(i + 1)
-		if cur, ok := tags[name]; ok {
+		tag := name(i + 1)
+		if cur, ok := tags[tag]; ok {
 			if cur != id {
 				return nil // recorded from another lineage: see above
 			}
@@ -101,11 +101,11 @@ func record(ctx context.Context, l *lake.Lake, branch, run string, steps []loop.
 		}
 		if start, ok := got[s.Key+loop.StartedSuffix]; ok {
 			// Only timing reads a start tag: a race lost here is harmless.
-			if _, err := l.Tag(ctx, name+loop.StartedSuffix, start); err != nil && !errors.Is(err, lake.ErrExist) {
+			if _, err := l.Tag(ctx, tag+loop.StartedSuffix, start); err != nil && !errors.Is(err, lake.ErrExist) {
 				return fmt.Errorf("recording step %s of %s: %w", s.Key, branch, err)
 			}
 		}
-		if _, err := l.Tag(ctx, name, id); errors.Is(err, lake.ErrExist) {
+		if _, err := l.Tag(ctx, tag, id); errors.Is(err, lake.ErrExist) {
 			return nil // another run recorded these steps first
 		} else if err != nil {
 			return fmt.Errorf("recording step %s of %s: %w", s.Key, branch, err)
@@ -151,14 +151,14 @@ func recorded(tags map[string]string, steps []loop.Step, name func(n int) string
 	got := map[string]string{}
 	d := 0
 	for ; d < len(steps); d++ {
-		s, name := steps[d], name(d+1)
-		id, ok := tags[name]
+		tag := name(d + 1)
+		id, ok := tags[tag]
 		if !ok {
 			break
 		}
-		got[s.Key] = id
-		if start, ok := tags[name+loop.StartedSuffix]; ok {
-			got[s.Key+loop.StartedSuffix] = start
+		got[steps[d].Key] = id
+		if start, ok := tags[tag+loop.StartedSuffix]; ok {
+			got[steps[d].Key+loop.StartedSuffix] = start
 		}
 	}
 	return got, d
