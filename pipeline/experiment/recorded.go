@@ -120,28 +120,41 @@ func record(ctx context.Context, l *lake.Lake, branch, run string, steps []loop.
 // tags under pre's run, then pre's branch at the last one's snapshot, from
 // which RunSteps resumes them and runs the rest.
 func adoptRecorded(ctx context.Context, l *lake.Lake, pre *Prefix, fromStem int, log io.Writer) error {
-	if done, err := hasBranch(ctx, l, pre.Branch); err != nil || done {
+	d, last, err := takeRecorded(ctx, l, pre.Branch, pre.RunID, pre.Steps, fromStem, func(n int) string { return stepsTag(pre.Steps[:n]) })
+	if err != nil || d == 0 {
 		return err
-	}
-	tags, err := l.Tags(ctx)
-	if err != nil {
-		return err
-	}
-	got, d := recorded(tags, pre.Steps, func(n int) string { return stepsTag(pre.Steps[:n]) })
-	if d <= fromStem {
-		return nil
-	}
-	last := got[pre.Steps[d-1].Key]
-	if m, err := l.Snapshot(ctx, last); err != nil {
-		return fmt.Errorf("recorded steps of %s: %w", pre.Branch, err)
-	} else if !loop.SameCode(m) {
-		return nil // a build that plays another version (tests)
-	}
-	if err := shareRun(ctx, l, pre.Branch, pre.RunID, got, last); err != nil {
-		return fmt.Errorf("sharing recorded steps with %s: %w", pre.Branch, err)
 	}
 	fmt.Fprintf(log, "steps: the first %d (to %s) are committed by an earlier experiment; shared (snapshot %s), not recomputed\n", d, pre.Steps[d-1].Key, lake.ShortID(last))
 	return nil
+}
+
+// takeRecorded gives branch, which has none yet, the deepest recorded
+// sequence of run's steps (tags named by name) when it is longer than
+// atLeast steps and this code version committed it: done and start tags
+// under run, then the branch at the last one's snapshot. It returns how
+// many steps it took (0: none) and that snapshot.
+func takeRecorded(ctx context.Context, l *lake.Lake, branch, run string, steps []loop.Step, atLeast int, name func(n int) string) (int, string, error) {
+	if done, err := hasBranch(ctx, l, branch); err != nil || done {
+		return 0, "", err
+	}
+	tags, err := l.Tags(ctx)
+	if err != nil {
+		return 0, "", err
+	}
+	got, d := recorded(tags, steps, name)
+	if d == 0 || d <= atLeast {
+		return 0, "", nil
+	}
+	last := got[steps[d-1].Key]
+	if m, err := l.Snapshot(ctx, last); err != nil {
+		return 0, "", fmt.Errorf("recorded steps of %s: %w", branch, err)
+	} else if !loop.SameCode(m) {
+		return 0, "", nil // a build that plays another version (tests)
+	}
+	if err := shareRun(ctx, l, branch, run, got, last); err != nil {
+		return 0, "", fmt.Errorf("sharing recorded steps with %s: %w", branch, err)
+	}
+	return d, last, nil
 }
 
 // recorded returns the recorded sequences of steps, shallow first, up to
@@ -172,26 +185,10 @@ func recorded(tags map[string]string, steps []loop.Step, name func(n int) string
 // snapshot give the same data files on one machine type, so two arms that
 // differ only after their first rounds compute those rounds once.
 func adoptArmSteps(ctx context.Context, l *lake.Lake, a *Arm, fork string, log io.Writer) error {
-	if done, err := hasBranch(ctx, l, a.Branch); err != nil || done {
-		return err
-	}
-	tags, err := l.Tags(ctx)
-	if err != nil {
-		return err
-	}
 	steps := suffixSteps(a.Config)
-	got, d := recorded(tags, steps, func(n int) string { return armStepsTag(fork, steps[:n]) })
-	if d == 0 {
-		return nil
-	}
-	last := got[steps[d-1].Key]
-	if m, err := l.Snapshot(ctx, last); err != nil {
-		return fmt.Errorf("recorded steps of %s: %w", a.Branch, err)
-	} else if !loop.SameCode(m) {
-		return nil
-	}
-	if err := shareRun(ctx, l, a.Branch, loop.RunID(a.Config), got, last); err != nil {
-		return fmt.Errorf("sharing recorded steps with %s: %w", a.Branch, err)
+	d, last, err := takeRecorded(ctx, l, a.Branch, loop.RunID(a.Config), steps, 0, func(n int) string { return armStepsTag(fork, steps[:n]) })
+	if err != nil || d == 0 {
+		return err
 	}
 	fmt.Fprintf(log, "steps: the first %d of %d (to %s) are committed by another arm from this prefix; shared (snapshot %s), not recomputed\n",
 		d, len(steps), steps[d-1].Key, lake.ShortID(last))
