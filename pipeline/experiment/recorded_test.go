@@ -167,6 +167,9 @@ func TestArmsShareTheirLeadingSteps(t *testing.T) {
 		if _, err := runArm(ctx, f.l, p, a, fork, Options{Workers: 1, Executor: f.executor}, io.Discard); err != nil {
 			t.Fatalf("%s: %v", a.Branch, err)
 		}
+		if err := recordArm(ctx, f.l, a, fork); err != nil {
+			t.Fatalf("%s: %v", a.Branch, err)
+		}
 		return f.count - before
 	}
 	check := func(f *fakeSteps, fork string) {
@@ -222,5 +225,50 @@ func TestArmsShareTheirLeadingSteps(t *testing.T) {
 	it3b.Branch = "exp/arms/it3/s1-other"
 	if n := runArmCounted(other, &it3b, commitRoot(t, f.l, "another prefix")); n != len(s3) {
 		t.Fatalf("from another fork it3 ran %d steps, want all %d", n, len(s3))
+	}
+}
+
+// Arms that run at once wait for the arm whose leading steps they share
+// (setLeaders), so those steps run once with two workers as with one; an
+// arm that shares only a cheap step or two does not wait.
+func TestConcurrentArmsWaitForTheirLeader(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "base.yaml", base)
+	p, err := Load(write(t, dir, "arms.yaml", "name: arms\nbase: base.yaml\nseeds: [1]\nvariants:\n"+
+		"  - {name: it2}\n  - {name: it3, set: {iterations: 3}}\n  - {name: lr, set: {train.lr: 0.001}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	it2, it3, lr := p.Arms[0], p.Arms[1], p.Arms[2]
+	if it2.Leader != nil || it3.Leader != it2 || lr.Leader != nil {
+		t.Fatalf("leaders: it2 %v, it3 %v, lr %v; want none, it2, none", it2.Leader, it3.Leader, lr.Leader)
+	}
+	s2, s3, slr := suffixSteps(it2.Config), suffixSteps(it3.Config), suffixSteps(lr.Config)
+	shared := sharedSteps(s2, s3)
+	if n := sharedSteps(s2, slr); n == 0 || n >= shared {
+		t.Fatalf("lr shares %d leading steps with it2 (it3 %d): the test needs a few, fewer than it3's", n, shared)
+	}
+	for _, workers := range []int{1, 3} {
+		f := &fakeSteps{l: openTestLake(t)}
+		f.run(t, p, workers)
+		// lr shares its first steps only when it starts after it2 has
+		// finished (one worker): that is timing, not asserted.
+		if f.ran[it2.Branch] != len(s2) || f.ran[it3.Branch] != len(s3)-shared {
+			t.Fatalf("%d workers: it2 ran %d steps (want %d), it3 %d (want its own %d; the first %d are it2's)",
+				workers, f.ran[it2.Branch], len(s2), f.ran[it3.Branch], len(s3)-shared, shared)
+		}
+		tags, err := f.l.Tags(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range s3[:shared] {
+			own, donor := tags[loop.DoneTag(it3.Branch, loop.RunID(it3.Config), s.Key)], tags[loop.DoneTag(it2.Branch, loop.RunID(it2.Config), s2[i].Key)]
+			if own == "" || own != donor {
+				t.Fatalf("%d workers: step %s of it3 at %s, it2's at %s", workers, s.Key, own, donor)
+			}
+		}
+		if f.ran[lr.Branch] == 0 {
+			t.Fatalf("%d workers: lr ran no steps", workers)
+		}
 	}
 }

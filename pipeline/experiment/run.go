@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -296,21 +297,71 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 	case <-turns[len(p.Prefixes)]:
 	case <-ctx.Done():
 	}
-	for _, a := range DispatchOrder(p) {
-		d := done[a.Prefix]
+	// The arms start in DispatchOrder, each when its prefix is done and its
+	// Leader (if any) has finished, so that it takes the leader's steps
+	// instead of computing them beside it; an arm that must wait lets the
+	// next ready one take the slot.
+	finished := map[*Arm]chan struct{}{}
+	for _, a := range p.Arms {
+		finished[a] = make(chan struct{})
+	}
+	wake := make(chan struct{}, 1)
+	signal := func() {
 		select {
-		case <-d.ch:
-		case <-ctx.Done():
-			continue // cancelled (d.head may still be written)
+		case wake <- struct{}{}:
+		default:
 		}
+	}
+	for _, pre := range p.Prefixes {
+		go func(ch chan struct{}) {
+			select {
+			case <-ch:
+				signal()
+			case <-ctx.Done():
+			}
+		}(done[pre].ch)
+	}
+	ready := func(a *Arm) bool {
+		if !isClosed(done[a.Prefix].ch) {
+			return false
+		}
+		lead, ok := finished[a.Leader]
+		return a.Leader == nil || !ok || isClosed(lead)
+	}
+	for _, a := range p.Arms {
+		if a.Leader != nil && finished[a.Leader] != nil {
+			fmt.Fprintf(log.with(a.Branch), "waits for %s: its first %d steps are this arm's (they run once)\n",
+				a.Leader.Branch, sharedSteps(suffixSteps(a.Config), suffixSteps(a.Leader.Config)))
+		}
+	}
+	pending := DispatchOrder(p)
+	for len(pending) > 0 && ctx.Err() == nil {
+		i := slices.IndexFunc(pending, ready)
+		if i < 0 {
+			select {
+			case <-wake:
+			case <-ctx.Done():
+			}
+			continue
+		}
+		a := pending[i]
+		pending = slices.Delete(pending, i, i+1)
+		d := done[a.Prefix]
 		if d.head == "" || !acquire() {
-			continue // the prefix failed (and said so), or the run is cancelled
+			close(finished[a]) // the prefix failed (and said so), or the run is cancelled
+			signal()
+			continue
 		}
 		wg.Add(1)
 		go func(a *Arm) {
 			defer wg.Done()
-			defer func() { <-sem }()
+			defer signal()
+			defer close(finished[a])
 			br, err := runArm(ctx, l, p, a, d.head, opt, log.with(a.Branch))
+			<-sem
+			if err == nil {
+				err = recordAfter(ctx, l, p, a, d.head, finished)
+			}
 			if err != nil {
 				fail(fmt.Errorf("variant %s seed %d (branch %s): %w", a.Variant, a.Seed, a.Branch, err))
 				return
@@ -339,6 +390,16 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 	}
 	res.Snapshot, res.Rows, res.Seconds = m.ID, len(rows), time.Since(t0).Seconds()
 	return res, nil
+}
+
+// isClosed reports whether ch is closed (it never carries values).
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // DispatchOrder is the order in which Run starts the arms: seed by seed,
@@ -658,14 +719,36 @@ func runArm(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, prefixHead strin
 		}
 	}
 	count(&br, res)
-	if err := recordArm(ctx, l, a, prefixHead); err != nil {
-		return br, err
-	}
 	if br.Head, err = b.Head(ctx); err != nil {
 		return br, err
 	}
 	br.Seconds = time.Since(t0).Seconds()
 	return br, nil
+}
+
+// recordAfter records a's leading steps (recordArm) once every earlier arm
+// of its prefix that shares some of them has finished (finished closes
+// after an arm has recorded). The first record of a sequence wins, so an
+// arm that ran its few shared steps beside a longer arm would otherwise,
+// by finishing first, keep the longer arm's deeper sequences (the ones a
+// waiting follower takes) from being recorded. Cancelled, it records
+// nothing: the rerun does.
+func recordAfter(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, fork string, finished map[*Arm]chan struct{}) error {
+	steps := suffixSteps(a.Config)
+	for _, b := range DispatchOrder(p) {
+		if b == a {
+			break
+		}
+		if b.Prefix != a.Prefix || finished[b] == nil || sharedSteps(steps, suffixSteps(b.Config)) == 0 {
+			continue
+		}
+		select {
+		case <-finished[b]:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return recordArm(ctx, l, a, fork)
 }
 
 // adoptArm shares a finished run between experiments: when a's branch does

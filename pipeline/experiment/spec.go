@@ -57,6 +57,11 @@ type Arm struct {
 	Config    loop.Config
 	Branch    string // exp/<experiment>/<variant>/s<seed>
 	Prefix    *Prefix
+	// Leader is an earlier arm (DispatchOrder) of the same prefix whose
+	// leading steps are most of this arm's work: Run starts this arm when
+	// the leader has finished, and it takes those steps from it
+	// (adoptArmSteps). Nil: it starts as soon as its prefix is done.
+	Leader *Arm
 }
 
 // Prefix is a shared prefix: the plan's steps up to the initial pass, for
@@ -256,7 +261,45 @@ func Resolve(s Spec) (*Plan, error) {
 		}
 	}
 	p.Stems = stems(s.Name, p.Prefixes)
+	setLeaders(DispatchOrder(p))
 	return p, nil
+}
+
+// leaderShare is the part of an arm's expected time (its steps' Weight)
+// that the leading steps it shares with an earlier arm must reach for it
+// to wait for that arm. Waiting trades wall time (the arm starts later)
+// for CPU (the shared steps run once); below this, a few cheap shared
+// steps (a segment step, say) would hold the arm back for little.
+const leaderShare = 1.0 / 3
+
+// setLeaders sets every arm's Leader: among the arms before it in order
+// that fork from the same prefix, the one it shares the most leading
+// steps with (the first of equals), where those steps weigh at least
+// leaderShare of its own.
+func setLeaders(order []*Arm) {
+	for i, a := range order {
+		steps := suffixSteps(a.Config)
+		total := weight(steps)
+		best := 0
+		for _, b := range order[:i] {
+			if b.Prefix != a.Prefix {
+				continue
+			}
+			n := sharedSteps(steps, suffixSteps(b.Config))
+			if n > best && weight(steps[:n]) >= leaderShare*total {
+				a.Leader, best = b, n
+			}
+		}
+	}
+}
+
+// weight is the steps' expected seconds (only ratios matter).
+func weight(steps []loop.Step) float64 {
+	w := 0.0
+	for _, s := range steps {
+		w += s.Weight
+	}
+	return w
 }
 
 // prefixBranch names the branch of a prefix or stem: the hash of its

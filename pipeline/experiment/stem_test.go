@@ -89,6 +89,7 @@ type fakeSteps struct {
 	l     *lake.Lake
 	mu    sync.Mutex
 	count int
+	ran   map[string]int // steps run per branch
 	last  *Result
 }
 
@@ -96,6 +97,10 @@ func (f *fakeSteps) executor(branch string, _ io.Writer) loop.Executor {
 	return func(ctx context.Context, command, flags []string) error {
 		f.mu.Lock()
 		f.count++
+		if f.ran == nil {
+			f.ran = map[string]int{}
+		}
+		f.ran[branch]++
 		f.mu.Unlock()
 		b, err := f.l.OnBranch(branch)
 		if err != nil {
