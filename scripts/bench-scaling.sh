@@ -19,8 +19,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench/out}
+mkdir -p "$out"
+out=$(cd "$out" && pwd) # absolute (BENCH_OUT may be either)
 bin=$PWD/bin
-root=$PWD/$out/scaling
+root=$out/scaling
 in=$root/input
 run=$root/run
 mkdir -p "$in"

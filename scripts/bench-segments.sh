@@ -18,10 +18,12 @@
 #   scripts/bench-segments.sh            # builds bench/out/seg-lake once (SFT + rollouts, ~10 min on 2 cores), then ~20 min
 #   CUALAKE_SEG_BENCH_STEPS=4 scripts/bench-segments.sh
 #   CUALAKE_SEG_BENCH_RESUME=1 scripts/bench-segments.sh   # keep the runs already written under bench/out
+#   scripts/bench-segments.sh OUT        # another folder than bench/out (make bench passes $BENCH_OUT)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=bench/out
+out=${1:-bench/out}
 mkdir -p "$out"
+out=$(cd "$out" && pwd) # absolute (BENCH_OUT may be either)
 C=${CUALAKE_BIN:-bin/cualake}
 base=$out/seg-lake
 steps=${CUALAKE_SEG_BENCH_STEPS:-8}

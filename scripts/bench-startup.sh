@@ -11,8 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench/out}; reps=${2:-5}
 mkdir -p "$out"
+out=$(cd "$out" && pwd) # absolute (BENCH_OUT may be either)
 bin=$PWD/bin
-lake=$PWD/$out/startup-lake
+lake=$out/startup-lake
 go build -o "$out/duckq" ./bench/duckq
 if [ ! -f "$lake/.built" ]; then
   # A small demo lake, built once and cached: the OSWorld tasks and a few

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 out=${BENCH_OUT:-bench/out}
 results=${BENCH_RESULTS:-bench/results.md}
 mkdir -p "$out"
+out=$(cd "$out" && pwd) # absolute: some steps run from other folders or pass it on
 # BENCH_QUICK=1: every measurement once (CI smoke); the default repeats
 # each Go benchmark 5 times (-count; the report shows median and min) and
 # runs the paired ones 5 times interleaved with their baseline: inside the
@@ -29,7 +30,7 @@ if [ -n "${BENCH_NOTE:-}" ]; then printf '%s\n' "$BENCH_NOTE" > "$out/note.txt";
 echo "bench: Go benchmarks, $reps runs each (this takes several minutes)"
 # -p 1: go test runs packages in parallel by default, and two packages'
 # benchmarks on 2 cores time each other.
-CUALAKE_ALG2_JSONL=$PWD/$out/alg2.jsonl go test -p 1 -run '^$' -bench . -skip "$paired" -benchtime 1x -count $reps -benchmem -timeout 90m \
+CUALAKE_ALG2_JSONL=$out/alg2.jsonl go test -p 1 -run '^$' -bench . -skip "$paired" -benchtime 1x -count $reps -benchmem -timeout 90m \
   ./pipeline/... ./query/... 2>&1 | tee "$out/go.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
 phase "Go benchmarks"
 echo "bench: paired benchmarks ($reps runs interleaved inside each)"
@@ -54,7 +55,7 @@ fi
 phase "baselines (Python Algorithm 2, PyTorch)"
 if [ "${CUALAKE_BENCH_SEGMENTS:-1}" = 1 ] && [ "${BENCH_QUICK:-0}" != 1 ]; then
   echo "bench: training time per segment mode (ScaleCUA Fig. 6(b), Fig. 5; builds a lake once, ~1 hour on 2 cores)"
-  scripts/bench-segments.sh > "$out/segments.log" 2>&1 || echo "bench-segments failed: see $out/segments.log"
+  scripts/bench-segments.sh "$out" > "$out/segments.log" 2>&1 || echo "bench-segments failed: see $out/segments.log"
 fi
 phase "segment modes (scripts/bench-segments.sh)"
 echo "bench: start-up of whole processes, against plain DuckDB ($reps runs interleaved)"
