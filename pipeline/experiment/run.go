@@ -325,11 +325,11 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 		if !isClosed(done[a.Prefix].ch) {
 			return false
 		}
-		lead, ok := finished[a.Leader]
-		return a.Leader == nil || !ok || isClosed(lead)
+		lead := finished[a.Leader] // nil: no leader, or one outside this plan
+		return lead == nil || isClosed(lead)
 	}
 	for _, a := range p.Arms {
-		if a.Leader != nil && finished[a.Leader] != nil {
+		if finished[a.Leader] != nil {
 			fmt.Fprintf(log.with(a.Branch), "waits for %s: its first %d steps are this arm's (they run once)\n",
 				a.Leader.Branch, sharedSteps(suffixSteps(a.Config), suffixSteps(a.Leader.Config)))
 		}
@@ -360,7 +360,7 @@ func Run(ctx context.Context, l *lake.Lake, p *Plan, opt Options) (*Result, erro
 			br, err := runArm(ctx, l, p, a, d.head, opt, log.with(a.Branch))
 			<-sem
 			if err == nil {
-				err = recordAfter(ctx, l, p, a, d.head, finished)
+				err = recordAfter(ctx, l, a, d.head, finished)
 			}
 			if err != nil {
 				fail(fmt.Errorf("variant %s seed %d (branch %s): %w", a.Variant, a.Seed, a.Branch, err))
@@ -726,21 +726,16 @@ func runArm(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, prefixHead strin
 	return br, nil
 }
 
-// recordAfter records a's leading steps (recordArm) once every earlier arm
-// of its prefix that shares some of them has finished (finished closes
-// after an arm has recorded). The first record of a sequence wins, so an
-// arm that ran its few shared steps beside a longer arm would otherwise,
-// by finishing first, keep the longer arm's deeper sequences (the ones a
-// waiting follower takes) from being recorded. Cancelled, it records
-// nothing: the rerun does.
-func recordAfter(ctx context.Context, l *lake.Lake, p *Plan, a *Arm, fork string, finished map[*Arm]chan struct{}) error {
-	steps := suffixSteps(a.Config)
-	for _, b := range DispatchOrder(p) {
-		if b == a {
-			break
-		}
-		if b.Prefix != a.Prefix || finished[b] == nil || sharedSteps(steps, suffixSteps(b.Config)) == 0 {
-			continue
+// recordAfter records a's leading steps (recordArm) once its sharers in
+// this run have finished (finished closes after an arm has recorded). The
+// first record of a sequence wins, so an arm that ran its few shared
+// steps beside a longer arm would otherwise, by finishing first, keep the
+// longer arm's deeper sequences (the ones a waiting follower takes) from
+// being recorded. Cancelled, it records nothing: the rerun does.
+func recordAfter(ctx context.Context, l *lake.Lake, a *Arm, fork string, finished map[*Arm]chan struct{}) error {
+	for _, b := range a.sharers {
+		if finished[b] == nil {
+			continue // not in this run (--seeds)
 		}
 		select {
 		case <-finished[b]:

@@ -62,6 +62,10 @@ type Arm struct {
 	// the leader has finished, and it takes those steps from it
 	// (adoptArmSteps). Nil: it starts as soon as its prefix is done.
 	Leader *Arm
+	// sharers are the earlier arms of the same prefix that share at least
+	// one leading step with this one: it records its steps after them
+	// (recordAfter).
+	sharers []*Arm
 }
 
 // Prefix is a shared prefix: the plan's steps up to the initial pass, for
@@ -272,10 +276,10 @@ func Resolve(s Spec) (*Plan, error) {
 // steps (a segment step, say) would hold the arm back for little.
 const leaderShare = 1.0 / 3
 
-// setLeaders sets every arm's Leader: among the arms before it in order
-// that fork from the same prefix, the one it shares the most leading
-// steps with (the first of equals), where those steps weigh at least
-// leaderShare of its own.
+// setLeaders sets every arm's sharers (the arms before it in order that
+// fork from the same prefix and share leading steps with it) and Leader:
+// the sharer it shares the most leading steps with (the first of equals),
+// where those steps weigh at least leaderShare of its own.
 func setLeaders(order []*Arm) {
 	for i, a := range order {
 		steps := suffixSteps(a.Config)
@@ -286,6 +290,9 @@ func setLeaders(order []*Arm) {
 				continue
 			}
 			n := sharedSteps(steps, suffixSteps(b.Config))
+			if n > 0 {
+				a.sharers = append(a.sharers, b)
+			}
 			if n > best && weight(steps[:n]) >= leaderShare*total {
 				a.Leader, best = b, n
 			}
