@@ -11,7 +11,7 @@
 #      libtorch (found mechanically from compiler errors, iterated to a fixpoint)
 #      with a runtime error thrown inside gotch's PROTECT block, so a call returns
 #      a Go error instead of failing the build,
-#   5. fixes two kinds of gotch v0.8.0 runtime bugs in its Go wrappers (below),
+#   5. fixes gotch v0.8.0 runtime bugs in its Go wrappers (below),
 #   6. writes go.work (git-ignored) that replaces gotch with the patched copy,
 #   7. builds gotch once so later builds hit the Go build cache.
 #
@@ -259,11 +259,19 @@ perl -pi -e 's{\*\(\*int\)\(unsafe\.Pointer\(&(cResult|cretVal)\)\)}{int($1)}g' 
 #     handle allocates nothing extra and counts bytes in debug mode only.
 perl -0pi -e 's{\n\tx\.d = new\(bigStruct\)\n}{\n}; s{\n\tnbytes := x\.nbytes\(\)\n\tatomic\.AddInt64\(&AllocatedMem, nbytes\)\n}{\n\tvar nbytes int64\n\tif gotch.Debug {\n\t\tnbytes = x.nbytes()\n\t\tatomic.AddInt64(&AllocatedMem, nbytes)\n\t}\n}' \
   "$DEST/ts/tensor.go"
+#  d. a handle whose name is taken gets the name plus the tensor count, read
+#     after the count's atomic increment and never checked again: two tensors
+#     made at once on two threads (the trainer runs items on several) can
+#     get one name. Dropping one deletes the name; dropping the other then
+#     logs "Probably double free tensor" and never frees its C tensor. Suffix
+#     the count this handle's own increment returned, unique per handle.
+perl -0pi -e 's{\n\tatomic\.AddInt64\(&TensorCount, 1\)\n}{\n\tcount := atomic.AddInt64(&TensorCount, 1)\n}; s{name = fmt\.Sprintf\("%s_%09d", name, TensorCount\)\n(\t\}\n\tExistingTensors\[name\])}{name = fmt.Sprintf("%s_%09d", name, count)\n$1}' \
+  "$DEST/ts/tensor.go"
 if grep -q 'C.malloc(0)))$' "$DEST/ts/tensor-generated.go" || grep -q '(\*int)(unsafe.Pointer(&cretVal))' "$DEST/libtch/tensor.go" ||
-  grep -q 'x.d = new(bigStruct)' "$DEST/ts/tensor.go"; then
+  grep -q 'x.d = new(bigStruct)' "$DEST/ts/tensor.go" || ! grep -q 'name = fmt.Sprintf("%s_%09d", name, count)' "$DEST/ts/tensor.go"; then
   die "Go wrapper fixes did not apply"
 fi
-log "patched gotch's Go wrappers (output-slot leak, int result casts, 100 KB per tensor handle)"
+log "patched gotch's Go wrappers (output-slot leak, int result casts, 100 KB per tensor handle, names of tensors made at once)"
 
 # ------------------------------------------------------------------ go.work ---
 cat >"$ROOT/go.work" <<'EOF'

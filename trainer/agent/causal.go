@@ -30,12 +30,13 @@ import (
 // sampled in. The model reads that stream through a KV-cache decoder: a
 // turn feeds only what the context gained since the last one (the closing
 // of the response, the new observation) unless the window was pruned, when
-// the decoder starts over on the re-tokenized history.
+// the decoder starts over on the re-tokenized history. Episodes decode at
+// once, each with its own decoder over the shared weights (the rollout
+// stage's workers), with the bits they would have one after another.
 //
 // Each step records the observation message (prompt_ids), the response ids
 // and their log-probabilities at the sampling temperature.
 type Causal struct {
-	mu      sync.Mutex // a model is not safe for concurrent use
 	m       *causal.Model
 	version int32
 	codec   *segment.Codec
@@ -162,8 +163,6 @@ type causalEpisode struct {
 
 // Close releases the decoder's cached keys and values.
 func (e *causalEpisode) Close() {
-	e.c.mu.Lock()
-	defer e.c.mu.Unlock()
 	e.dec.Close()
 }
 
@@ -246,8 +245,6 @@ func (e *causalEpisode) Act(_ context.Context, task schemas.Task, obs simdesk.Ob
 // last token (or, after a whole-response start, the context only).
 func (e *causalEpisode) generate(ctxItem *segment.Item, seed uint64, valid func([]int32) bool) ([]int32, []float32, int, error) {
 	c := e.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	ids := ctxItem.IDs
 	cached := e.dec.Tokens()
 	from := len(cached)

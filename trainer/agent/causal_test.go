@@ -312,3 +312,61 @@ func TestFramePatchesEqualPNG(t *testing.T) {
 		t.Fatalf("tree-only observation: frame %v, err %v", obs.Frame != nil, err)
 	}
 }
+
+// TestEpisodesDecodeAtOnce: episodes of one policy, each with its own
+// decoder over the shared weights, generate on several goroutines at once
+// exactly (bit for bit) what they generate one after another, turn after
+// turn with redraws, as the rollout stage's workers run them.
+func TestEpisodesDecodeAtOnce(t *testing.T) {
+	base := testPolicy(t, false, 3)
+	type turnOut struct {
+		ids  []int32
+		logp []float32
+	}
+	episode := func(k int) []turnOut {
+		e := &causalEpisode{c: base.c, dec: base.c.m.NewDecoder()}
+		defer e.dec.Close()
+		ctx := []int32{testSpecial.ImStart, int32(1 + k%40), int32(1 + (7*k)%40), testSpecial.ImEnd, testSpecial.ImStart}
+		var out []turnOut
+		for turn := 0; turn < 4; turn++ {
+			// refuse responses whose first token is odd: redraws happen
+			ids, logp, _, err := e.generate(&segment.Item{IDs: ctx}, uint64(100*k+turn), func(r []int32) bool { return r[0]%2 == 0 })
+			if err != nil {
+				t.Error(err)
+				return nil
+			}
+			out = append(out, turnOut{ids, logp})
+			ctx = append(append(append(slices.Clone(ctx), ids...), testSpecial.ImStart), int32(1+(k+turn)%40), testSpecial.ImEnd, testSpecial.ImStart)
+		}
+		return out
+	}
+	const n = 8
+	want := make([][]turnOut, n)
+	for k := range want {
+		want[k] = episode(k)
+	}
+	for round := 0; round < 3; round++ {
+		got := make([][]turnOut, n)
+		done := make(chan struct{})
+		for k := range got {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				got[k] = episode(k)
+			}()
+		}
+		for range got {
+			<-done
+		}
+		for k := range want {
+			if len(got[k]) != len(want[k]) {
+				t.Fatalf("round %d episode %d: %d turns, want %d", round, k, len(got[k]), len(want[k]))
+			}
+			for i := range want[k] {
+				g, w := got[k][i], want[k][i]
+				if !slices.Equal(g.ids, w.ids) || !slices.EqualFunc(g.logp, w.logp, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+					t.Fatalf("round %d episode %d turn %d: at once %v %v, one after another %v %v", round, k, i, g.ids, g.logp, w.ids, w.logp)
+				}
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/cualake/cualake/trainer/internal/tx"
@@ -102,11 +103,50 @@ func (m *Model) prepare(in Input, pos0 int) (*stream, error) {
 	return st, nil
 }
 
-// cache holds each layer's keys and values [H, P, dh] of the tokens seen so
-// far, for incremental decoding.
+// cache holds each layer's keys and values of the tokens seen so far, for
+// incremental decoding: buffers [H, capacity, dh] whose first n positions
+// hold them. A new token's keys are written in place, so a decoding step
+// copies one token's keys, not the whole cache (which concatenation would,
+// per token and layer), and truncating is forgetting positions.
 type cache struct {
 	k, v []*ts.Tensor
 	n    int
+}
+
+// minCacheTokens is a cache's first capacity; it doubles when outgrown.
+const minCacheTokens = 512
+
+// put writes layer l's keys and values of the T new tokens (k, v:
+// [H, T, dh]) at positions P.. of the buffers, growing them when full, and
+// returns views of positions 0..P+T: what attention reads.
+func (c *cache) put(s *tx.Scope, l int, k, v *ts.Tensor, P, T int64, dev gotch.Device) (*ts.Tensor, *ts.Tensor) {
+	sh := s.Shape(k) // [H, T, dh]
+	if s.Err() != nil {
+		return nil, nil
+	}
+	have := int64(0)
+	if c.k[l] != nil {
+		have = s.Shape(c.k[l])[1]
+	}
+	if need := P + T; need > have {
+		capacity := max(2*have, need, minCacheTokens)
+		for _, buf := range []*[]*ts.Tensor{&c.k, &c.v} {
+			grown := s.Zeros([]int64{sh[0], capacity, sh[2]}, dev)
+			if old := (*buf)[l]; old != nil && P > 0 {
+				s.CopyInto(s.Narrow(grown, 1, 0, P), s.Narrow(old, 1, 0, P))
+			}
+			if s.Err() != nil {
+				return nil, nil
+			}
+			if old := (*buf)[l]; old != nil {
+				_ = old.Drop()
+			}
+			(*buf)[l] = s.Keep(grown)
+		}
+	}
+	s.CopyInto(s.Narrow(c.k[l], 1, P, T), k)
+	s.CopyInto(s.Narrow(c.v[l], 1, P, T), v)
+	return s.Narrow(c.k[l], 1, 0, P+T), s.Narrow(c.v[l], 1, 0, P+T)
 }
 
 func (c *cache) drop() {
@@ -176,17 +216,7 @@ func (m *Model) hidden(s *tx.Scope, st *stream, c *cache, keep []int64) *ts.Tens
 		qkv := s.Permute(s.Reshape(s.Linear(h, m.w(pre+"qkv.w"), m.w(pre+"qkv.b")), T, 3, H, dh), 1, 2, 0, 3) // [3,H,T,dh]
 		q, k, v := s.Select(qkv, 0, 0), s.Select(qkv, 0, 1), s.Select(qkv, 0, 2)
 		if c != nil {
-			if c.k[l] != nil {
-				k, v = s.Cat([]*ts.Tensor{c.k[l], k}, 1), s.Cat([]*ts.Tensor{c.v[l], v}, 1)
-			} else {
-				k, v = s.Contiguous(k), s.Contiguous(v)
-			}
-			if s.Err() == nil {
-				if c.k[l] != nil {
-					_, _ = c.k[l].Drop(), c.v[l].Drop()
-				}
-				c.k[l], c.v[l] = s.Keep(k), s.Keep(v)
-			}
+			k, v = c.put(s, l, k, v, P, T, m.dev)
 		}
 		if l == cfg.Layers-1 && !every {
 			x = m.lastLayer(s, pre, x, q, k, v, P, T, keep, scale)
@@ -400,21 +430,23 @@ func (m *Model) NewDecoder() *Decoder { return &Decoder{m: m} }
 // Tokens returns the stream fed so far.
 func (d *Decoder) Tokens() []int32 { return d.ids }
 
-// Reset empties the decoder.
+// Reset empties the decoder; its buffers stay for the next stream.
 func (d *Decoder) Reset() {
+	d.c.n = 0
+	d.ids = d.ids[:0]
+}
+
+// Close empties the decoder and releases its buffers.
+func (d *Decoder) Close() {
 	defer tx.Lock()()
 	d.c.drop()
 	d.ids = d.ids[:0]
 }
 
-// Close releases the cached tensors.
-func (d *Decoder) Close() { d.Reset() }
-
 // Truncate drops the stream after its first n tokens, keeping the keys and
 // values before them, so that a response can be redrawn from the same
 // context without feeding the context again. n must not fall inside a
-// vision block (the caller truncates to the end of a context). On an error
-// the decoder is emptied, as after a failed Feed.
+// vision block (the caller truncates to the end of a context).
 func (d *Decoder) Truncate(n int) (err error) {
 	switch {
 	case n < 0 || n > len(d.ids):
@@ -425,26 +457,7 @@ func (d *Decoder) Truncate(n int) (err error) {
 		d.Reset()
 		return nil
 	}
-	defer tx.Lock()()
-	defer func() {
-		if err != nil { // some layers may be cut already: start over
-			d.c.drop()
-			d.ids = d.ids[:0]
-		}
-	}()
-	defer tx.Recover(&err, "causal decode")
-	s := tx.NewScope()
-	defer s.Close()
-	for l := range d.c.k {
-		k := s.Contiguous(s.Narrow(d.c.k[l], 1, 0, int64(n)))
-		v := s.Contiguous(s.Narrow(d.c.v[l], 1, 0, int64(n)))
-		if err := s.Err(); err != nil {
-			return fmt.Errorf("causal decode: truncate: %w", err)
-		}
-		_, _ = d.c.k[l].Drop(), d.c.v[l].Drop()
-		d.c.k[l], d.c.v[l] = s.Keep(k), s.Keep(v)
-	}
-	d.c.n = n
+	d.c.n = n // the positions after n are overwritten by the next Feed
 	d.ids = d.ids[:n]
 	return nil
 }

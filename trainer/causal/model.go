@@ -18,7 +18,9 @@
 // they call libtorch (its error state and grad mode are thread-local).
 // Weights are drawn in Go from the seed; nothing uses libtorch's random
 // generator, so on the CPU with a fixed thread count the same inputs give
-// the same bytes. A Model is not safe for concurrent use.
+// the same bytes. Inference on one Model may run on several goroutines at
+// once (LogProbs, one Decoder each: they only read the weights); a training
+// step must have the model to itself.
 package causal
 
 import (

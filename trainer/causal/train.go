@@ -136,17 +136,23 @@ func SFTStep(m *Model, opt *trainer.Optimizer, batch []Item, opts SFTOptions) (s
 		return sm, fmt.Errorf("causal sft step: %w", err)
 	}
 	hits := 0
-	for i := range batch {
-		var ctx []int
-		if ctxTotal > 0 {
-			ctx = ctxAt[i]
-		}
-		l, h, err := m.sftItem(&batch[i], float64(total), ctx, opts.ContextWeight/float64(max(ctxTotal, 1)))
-		if err != nil {
-			return sm, fmt.Errorf("causal sft step: %w", err)
-		}
-		sm.Loss += l
-		hits += h
+	err = inOrder(len(batch), itemWorkers, func(i int) (itemGrads, error) {
+		return m.onLeaves(func(v *Model) (r itemGrads, err error) {
+			var ctx []int
+			if ctxTotal > 0 {
+				ctx = ctxAt[i]
+			}
+			r.loss, r.hits, err = v.sftItem(&batch[i], float64(total), ctx, opts.ContextWeight/float64(max(ctxTotal, 1)))
+			return r, err
+		})
+	}, func(i int, r itemGrads) error {
+		defer r.drop()
+		sm.Loss += r.loss
+		hits += r.hits
+		return m.addGrads(r.grads)
+	}, itemGrads.drop)
+	if err != nil {
+		return sm, fmt.Errorf("causal sft step: %w", err)
 	}
 	sm.Tokens = total
 	sm.TokenAccuracy = float64(hits) / float64(total)
@@ -240,8 +246,8 @@ func (m *Model) sftItem(it *Item, total float64, ctxAt []int, ctxScale float64) 
 // opts.Temperature. The aggregation is the batch's: TokenMean averages
 // over all trained tokens, SeqMeanTokenMean over items of their token
 // means, ItemSumTokenMean (STEPO's eq. 13) sums the items' token means.
-// Items run one at a time and accumulate gradients, so memory holds one
-// item's activations whatever the batch.
+// Items run itemWorkers at a time and their gradients are added in item
+// order, so memory holds that many items' activations whatever the batch.
 func GRPOStep(m, ref *Model, opt *trainer.Optimizer, batch []Item, opts trainer.GRPOOptions) (gm trainer.GRPOMetrics, err error) {
 	if err := opts.LossConfig.Validate(); err != nil {
 		return gm, fmt.Errorf("causal grpo step: %w", err)
@@ -262,20 +268,26 @@ func GRPOStep(m, ref *Model, opt *trainer.Optimizer, batch []Item, opts trainer.
 	per := opts.LossConfig
 	per.Agg = trainer.TokenMean // within one item all three are its token mean
 	var ratioSum, entSum, lowSum, highSum, capSum float64
-	for i := range batch {
-		it := &batch[i]
-		n := float64(len(it.Trainable()))
-		scale := 1.0
+	scaleOf := func(it *Item) (scale, n float64) {
+		n = float64(len(it.Trainable()))
 		switch opts.Agg {
 		case trainer.TokenMean:
-			scale = n / float64(total)
+			return n / float64(total), n
 		case trainer.SeqMeanTokenMean:
-			scale = 1 / float64(len(batch))
+			return 1 / float64(len(batch)), n
 		}
-		r, err := m.grpoItem(ref, it, per, opts.Temperature, scale)
-		if err != nil {
-			return gm, fmt.Errorf("causal grpo step: %w", err)
-		}
+		return 1, n
+	}
+	err = inOrder(len(batch), itemWorkers, func(i int) (itemGrads, error) {
+		return m.onLeaves(func(v *Model) (r itemGrads, err error) {
+			scale, _ := scaleOf(&batch[i])
+			r.grpo, err = v.grpoItem(ref, &batch[i], per, opts.Temperature, scale)
+			return r, err
+		})
+	}, func(i int, ig itemGrads) error {
+		defer ig.drop()
+		it, r := &batch[i], ig.grpo
+		scale, n := scaleOf(it)
 		gm.Loss += scale * r.st.Loss
 		gm.PolicyLoss += scale * r.st.PolicyLoss
 		gm.KL += scale * r.st.KL
@@ -287,6 +299,10 @@ func GRPOStep(m, ref *Model, opt *trainer.Optimizer, batch []Item, opts trainer.
 		if !it.HasLogp {
 			gm.RecomputedOldLogp++
 		}
+		return m.addGrads(ig.grads)
+	}, itemGrads.drop)
+	if err != nil {
+		return gm, fmt.Errorf("causal grpo step: %w", err)
 	}
 	t := float64(total)
 	gm.Tokens = total

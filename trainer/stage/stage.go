@@ -24,7 +24,9 @@ import (
 // shared 2-core machine libtorch's OpenMP threads spin while they wait for
 // each other (the causal policy's forward and backward pass ran at 9,000
 // tokens per CPU-second on one thread, 3,100 on two, with other jobs
-// running).
+// running). The cores are used instead by running a step's items at once,
+// each on its own thread (trainer/causal: the updates keep their bits), and
+// a rollout's episodes at once.
 const Threads = 1
 
 // Params configure one train run.

@@ -545,6 +545,18 @@ func (s *Scope) Zeros(shape []int64, dev gotch.Device) *ts.Tensor {
 	return s.Track("zeros", r, err)
 }
 
+// CopyInto copies src into dst in place (same shape; dst may be a view, so
+// this writes into the tensor it views).
+func (s *Scope) CopyInto(dst, src *ts.Tensor) {
+	if !s.ok(dst, src) {
+		return
+	}
+	lib.AtCopy_(lib.Ctensor(dst.Ctensor()), lib.Ctensor(src.Ctensor()))
+	if err := ts.TorchErr(); err != nil {
+		s.Fail("copy", err)
+	}
+}
+
 // Backward runs autograd from a scalar loss.
 func (s *Scope) Backward(loss *ts.Tensor) {
 	if !s.ok(loss) {
