@@ -267,11 +267,17 @@ perl -0pi -e 's{\n\tx\.d = new\(bigStruct\)\n}{\n}; s{\n\tnbytes := x\.nbytes\(\
 #     the count this handle's own increment returned, unique per handle.
 perl -0pi -e 's{\n\tatomic\.AddInt64\(&TensorCount, 1\)\n}{\n\tcount := atomic.AddInt64(&TensorCount, 1)\n}; s{name = fmt\.Sprintf\("%s_%09d", name, TensorCount\)\n(\t\}\n\tExistingTensors\[name\])}{name = fmt.Sprintf("%s_%09d", name, count)\n$1}' \
   "$DEST/ts/tensor.go"
-if grep -q 'C.malloc(0)))$' "$DEST/ts/tensor-generated.go" || grep -q '(\*int)(unsafe.Pointer(&cretVal))' "$DEST/libtch/tensor.go" ||
+#  e. every generated in-place op (RequiresGrad_, MulScalar_, ...) gets a
+#     new handle to the same tensor from libtorch and overwrites the old one
+#     without freeing it: the old handle's reference keeps the tensor alive
+#     for good (a model's weights after Close, a leaf view and its gradient
+#     per training item: megabytes per step). Free the old handle first.
+perl -pi -e 's{^(\s*)ts\.ctensor = \*ptr\s*$}{$1lib.AtFree(ts.ctensor)\n$1ts.ctensor = *ptr\n}' "$DEST/ts/tensor-generated.go"
+if grep -q 'C.malloc(0)))$' "$DEST/ts/tensor-generated.go" || [ "$(grep -c 'lib.AtFree(ts.ctensor)' "$DEST/ts/tensor-generated.go")" -lt 200 ] || grep -q '(\*int)(unsafe.Pointer(&cretVal))' "$DEST/libtch/tensor.go" ||
   grep -q 'x.d = new(bigStruct)' "$DEST/ts/tensor.go" || ! grep -q 'name = fmt.Sprintf("%s_%09d", name, count)' "$DEST/ts/tensor.go"; then
   die "Go wrapper fixes did not apply"
 fi
-log "patched gotch's Go wrappers (output-slot leak, int result casts, 100 KB per tensor handle, names of tensors made at once)"
+log "patched gotch's Go wrappers (output-slot leak, int result casts, 100 KB per tensor handle, names of tensors made at once, in-place ops' old handles)"
 
 # ------------------------------------------------------------------ go.work ---
 cat >"$ROOT/go.work" <<'EOF'
