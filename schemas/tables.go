@@ -139,6 +139,16 @@ type Trajectory struct {
 	FinalState    string  `parquet:"final_state"`  // blob hash of the saved terminal environment state ("" if none)
 }
 
+// PolicySuccess says whether t is a verified success of the policy being
+// trained on a training task: a successful episode of the checkpoint
+// policy from a training rollout (initial pass, RL batch, RFT pass,
+// recalibration), never an evaluation episode or a demonstration. These
+// are what rejection-sampling fine-tuning imitates, and a task with one is
+// solved for `rollout --unsolved`.
+func (t *Trajectory) PolicySuccess() bool {
+	return t.Outcome == OutcomeSuccess && t.Policy == "checkpoint" && (t.Source == "rollout" || t.Source == "calibration")
+}
+
 // Trajectories holds one row per episode.
 var Trajectories = register(&Table[Trajectory]{
 	Name: "trajectories", Version: 1, Key: []string{"trajectory_id"}, Partition: "iteration",

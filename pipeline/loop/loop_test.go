@@ -405,7 +405,7 @@ func TestCoverageKeepsRunIDs(t *testing.T) {
 // TestRFTPlan: rft.iterations k makes the first k RL iterations rounds of
 // rejection-sampling fine-tuning: round 1 segments and imitates the initial
 // pass, each later round first rolls the policy out on the whole training
-// pool; GRPO iterations follow, numbered on, in sync and async plans. With
+// pool (or, rft.pass unsolved, on its unsolved tasks); GRPO iterations follow, numbered on, in sync and async plans. With
 // RFT off the run id is the one from before the field.
 func TestRFTPlan(t *testing.T) {
 	c := Default()
@@ -448,9 +448,27 @@ func TestRFTPlan(t *testing.T) {
 	if got := strings.Join(keys, " "); !strings.Contains(got, want) {
 		t.Fatalf("rft plan:\n%s\nwant\n%s", got, want)
 	}
-	if f := flags["it02-rollout"]; !strings.HasPrefix(f, "--policy checkpoint --split train --n 8 --iteration 2 ") {
+	if f := flags["it02-rollout"]; !strings.HasPrefix(f, "--policy checkpoint --split train --n 8 --iteration 2 ") || strings.Contains(f, "--unsolved") {
 		t.Fatalf("it02-rollout: %s", f)
 	}
+	// rft.pass unsolved: the passes before rounds 2.. roll out only the
+	// tasks with no verified success (the initial pass stays whole); all,
+	// spelled out, is the default run.
+	byPass := RunID(c)
+	if c.RFT.Pass = ""; RunID(c) != byPass { // the JSON of configs from before the field
+		t.Fatal("rft.pass all names another run than rft.pass left out")
+	}
+	c.RFT.Pass = "unsolved"
+	if RunID(c) == byPass {
+		t.Fatal("rft.pass unsolved names the default run")
+	}
+	for _, s := range Plan(c) {
+		f := strings.Join(s.Flags, " ")
+		if unsolved := strings.Contains(f, "--unsolved"); unsolved != (s.Key == "it02-rollout") {
+			t.Fatalf("rft.pass unsolved, %s: %s", s.Key, f)
+		}
+	}
+	c.RFT.Pass = "all"
 	if f := flags["it03-train"]; !strings.HasPrefix(f, "--objective grpo ") {
 		t.Fatalf("it03-train: %s", f)
 	}
@@ -491,6 +509,7 @@ func TestRFTPlan(t *testing.T) {
 		func(c *Config) { c.RFT.PerTask = -1 },
 		func(c *Config) { c.RFT.N = 0 },
 		func(c *Config) { c.RFT.Imitate = "all" },
+		func(c *Config) { c.RFT.Pass = "both" },
 	} {
 		b := c
 		bad(&b)

@@ -94,9 +94,13 @@ func Plan(c Config) []Step {
 	for it := 1; it <= c.RFT.Iterations; it++ {
 		title := func(what string) string { return fmt.Sprintf("iteration %d/%d: %s", it, c.Iterations, what) }
 		if it > 1 {
-			add(fmt.Sprintf("it%02d-rollout", it), title("RFT pass over the training pool"), rate.initial*pool*float64(c.RFT.N), it, []string{"rollout"},
-				append([]string{"--policy", "checkpoint", "--split", "train", "--n", itoa(c.RFT.N), "--iteration", itoa(it),
-					"--max-turns", itoa(c.Rollout.MaxTurns), "--seed", seedOf(c, 700+it), "--workers", w}, view...)...)
+			pass, weight := []string{"--policy", "checkpoint", "--split", "train", "--n", itoa(c.RFT.N), "--iteration", itoa(it),
+				"--max-turns", itoa(c.Rollout.MaxTurns), "--seed", seedOf(c, 700+it), "--workers", w}, rate.initial*pool*float64(c.RFT.N)
+			what := "RFT pass over the training pool"
+			if c.RFT.Pass == "unsolved" {
+				pass, weight, what = append(pass, "--unsolved"), weight*unsolvedShare, "RFT pass over the unsolved training tasks"
+			}
+			add(fmt.Sprintf("it%02d-rollout", it), title(what), weight, it, []string{"rollout"}, append(pass, view...)...)
 		}
 		add(fmt.Sprintf("it%02d-segment", it), title("segment ("+c.Segment.Mode+")"), 2, it, []string{"segment"}, segFlags()...)
 		rft := []string{"--objective", "rft", "--steps", itoa(c.RFT.Steps), "--lr", ftoa(c.RFT.LR), "--per-task", itoa(c.RFT.PerTask), "--seed", seedOf(c, 800+it)}
@@ -233,6 +237,10 @@ func asyncOrder(iters []iterSteps) []Step {
 type stepRates struct {
 	sftStep, eval, initial, rollout, trainStep, recal float64
 }
+
+// unsolvedShare is the share of the training pool an RFT pass with
+// rft.pass unsolved rolls out, for the time-left estimate.
+const unsolvedShare = 0.35
 
 var (
 	// the causal demo of 2026-12-02 (testdata/demo-steps.json)

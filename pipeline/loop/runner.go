@@ -41,6 +41,9 @@ func RunID(c Config) string {
 	if c.RFT.Imitate == "both" {
 		c.RFT.Imitate = "" // the default: left out (omitempty), as before the field
 	}
+	if c.RFT.Pass == "all" {
+		c.RFT.Pass = "" // likewise
+	}
 	b, _ := json.Marshal(c)
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])[:12]

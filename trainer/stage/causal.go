@@ -309,14 +309,6 @@ func DefaultTokenizer() (*tokenizer.Tokenizer, string, error) {
 	return tok, info.String(), nil
 }
 
-// IsPolicySuccess says which trajectories rejection-sampling fine-tuning
-// (--objective rft) imitates beside the demonstrations: the policy's own
-// successful training rollouts (initial pass, RL batches, recalibrations),
-// as the verifier scored them; never evaluation episodes.
-func IsPolicySuccess(t *schemas.Trajectory) bool {
-	return t.Outcome == schemas.OutcomeSuccess && t.Policy == "checkpoint" && (t.Source == "rollout" || t.Source == "calibration")
-}
-
 // imitated picks the trajectories a supervised run trains on: the
 // demonstrations, and for rft the policy's successes, at most perTask of
 // them per task (0: all), the ones with the smallest seed-keyed hash of
@@ -338,7 +330,7 @@ func imitated(ctx context.Context, l *lake.Lake, m *lake.Manifest, rft bool, imi
 					picked[t.TrajectoryID] = true
 					demos++
 				}
-			case rft && IsPolicySuccess(t):
+			case rft && t.PolicySuccess(): // beside the demonstrations, the policy's own verified successes
 				newest = max(newest, t.Iteration)
 				if imitate != ImitateDemos {
 					byTask[t.TaskID] = append(byTask[t.TaskID], t.TrajectoryID)

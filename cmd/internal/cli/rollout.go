@@ -35,6 +35,8 @@ Example:
    cualake rollout --policy oracle --n 4 --shard 2/8   (tasks of shard 2 of 8; then cualake lake merge)
    cualake rollout --policy oracle --source warmstart --split train --n 1 --coverage 0.25 --seed 2
       (demonstrations of a quarter of each family's training tasks)
+   cualake rollout --policy checkpoint --split train --n 8 --unsolved --iteration 2
+      (an RFT pass: only the training tasks the policy has not solved yet)
    cualake rollout --policy openai --env osworld --osworld-url http://192.168.1.5:5000 --n 1
 
 Before any episode every task is checked against the environment (cualake simdesk coverage): tasks it
@@ -69,6 +71,7 @@ cannot see this (it sees only its tasks): lake merge checks all shards' episodes
 			&cli.StringFlag{Name: "env", Value: rollout.EnvSim, Usage: "sim (the embedded simulator) or osworld (an OSWorld desktop server: a VM, or cualake simdesk serve; one episode at a time)"},
 			&cli.StringFlag{Name: "osworld-url", Usage: "--env osworld: the desktop server's URL, e.g. http://192.168.1.5:5000"},
 			&cli.IntFlag{Name: "dapo-refill", Usage: "DAPO dynamic sampling: when the newest rolled-out iteration has fewer than N groups whose rewards differ, draw more tasks (batches rows, channel dapo) and roll them out into that iteration; nothing to do when it has N"},
+			&cli.BoolFlag{Name: "unsolved", Usage: "only the tasks with no verified success of the checkpoint policy in the input snapshot (the passes of rejection-sampling fine-tuning: a solved task keeps the successes it has); with --split train, before --coverage"},
 			&cli.BoolFlag{Name: "recalibrate", Usage: "roll out the tasks the pass rates hold out of the pool (source calibration, the newest rolled-out iteration): the next sample lets those inside [p_min, p_max] back in"},
 			&cli.BoolFlag{Name: "skip-unsupported", Usage: "leave out (and list on stderr) the tasks the environment cannot run, instead of failing before any episode"},
 		},
@@ -221,6 +224,21 @@ func runRollout(c *cli.Context) error {
 			fmt.Fprintf(c.App.Writer, "rollout --recalibrate: no task of the split is out of the pool; nothing to do\n")
 			return nil
 		}
+	}
+	unsolved := c.Bool("unsolved")
+	if unsolved {
+		if ids != nil || plan.FromBatch {
+			return usageErr("--unsolved: it picks from the pool, not from --tasks, a batch, --recalibrate or --dapo-refill (run it without them)")
+		}
+		pool := len(plan.Tasks)
+		if plan.Tasks, err = rollout.Unsolved(ctx, l, in, plan.Tasks); err != nil {
+			return err
+		}
+		if len(plan.Tasks) == 0 {
+			fmt.Fprintf(c.App.Writer, "rollout --unsolved: each of the %d tasks has a verified success of the policy; nothing to do\n", pool)
+			return nil
+		}
+		fmt.Fprintf(c.App.ErrWriter, "rollout --unsolved: %d of the %d tasks have no verified success yet\n", len(plan.Tasks), pool)
 	}
 	coverage := c.Float64("coverage")
 	if coverage != 1 {
@@ -384,6 +402,9 @@ func runRollout(c *cli.Context) error {
 	if coverage != 1 {
 		// only when set, so that runs without it keep their params
 		extra["coverage"] = coverage
+	}
+	if unsolved {
+		extra["unsolved"] = true // tasks: how many had no verified success
 	}
 	if refill != nil {
 		// the extra rollouts DAPO spends on this iteration

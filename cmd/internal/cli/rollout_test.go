@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/pipeline/rollout"
 	"github.com/cualake/cualake/pipeline/simdesk"
 	"github.com/cualake/cualake/pipeline/simdesk/server"
@@ -240,5 +242,64 @@ func TestRolloutCoverage(t *testing.T) {
 	out, err = run(t, "lake", "show", "--json")
 	if err != nil || !strings.Contains(out, `"coverage": 0.25`) {
 		t.Fatalf("params lack the coverage: %v\n%s", err, out)
+	}
+}
+
+// TestRolloutUnsolved: --unsolved rolls out only the training tasks with no
+// verified success of the checkpoint policy in the input snapshot (here
+// three solved ones, committed as the policy's rollouts would be, and one
+// whose only success is an evaluation episode), records the flag in the
+// snapshot's params, and is refused with --tasks, naming the flag.
+func TestRolloutUnsolved(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "lake")
+	t.Setenv("CUALAKE_LAKE", dir)
+	var train []string
+	for _, task := range simdesk.Pool() {
+		if task.Split == "train" {
+			train = append(train, task.TaskID)
+		}
+	}
+	l, err := lake.OpenDir(ctx, dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := l.Begin(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []schemas.Trajectory
+	for i, id := range train[:4] {
+		src := "rollout"
+		if i == 3 {
+			src = "eval"
+		}
+		rows = append(rows, schemas.Trajectory{TrajectoryID: fmt.Sprintf("t%d", i), TaskID: id, GroupID: id, Policy: "checkpoint",
+			Source: src, Outcome: schemas.OutcomeSuccess, Reward: 1, JudgeDetail: "{}"})
+	}
+	if err := lake.AppendTable(ctx, tx, schemas.Trajectories, rows); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx, lake.CommitInfo{Stage: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = run(t, "rollout", "--policy", "oracle", "--n", "1", "--tree-only", "--unsolved", "--tasks", train[5])
+	if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--unsolved") {
+		t.Fatalf("--unsolved with --tasks: %v", err)
+	}
+	out, err := run(t, "rollout", "--policy", "oracle", "--split", "train", "--n", "1", "--tree-only", "--unsolved",
+		"--iteration", "2", "--seed", "5", "--workers", "2", "--json")
+	if err != nil {
+		t.Fatalf("rollout --unsolved: %v\n%s", err, out)
+	}
+	solved := "'" + strings.Join(train[:3], "','") + "'"
+	out, err = run(t, "query", "--format", "csv", fmt.Sprintf(`select count(*), count(*) filter (where task_id in (%s)),
+		count(*) filter (where task_id = '%s') from trajectories where policy = 'oracle'`, solved, train[3]))
+	if line := fmt.Sprintf("%d,0,1\n", len(train)-3); err != nil || !strings.HasSuffix(out, line) {
+		t.Fatalf("oracle episodes (all, of solved tasks, of the eval-only task): %q %v, want %q", out, err, line)
+	}
+	out, err = run(t, "lake", "show", "--json")
+	if err != nil || !strings.Contains(out, `"unsolved": true`) || !strings.Contains(out, fmt.Sprintf(`"tasks": %d`, len(train)-3)) {
+		t.Fatalf("params lack the unsolved pass: %v\n%s", err, out)
 	}
 }
