@@ -7,17 +7,30 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/cualake/cualake/trainer/internal/tx"
 )
 
 // itemWorkers is the number of training items whose forward and backward
-// passes run at once, each on its own OS thread (libtorch runs one thread
-// per op, trainer/stage.Threads). The updates do not depend on it: every
-// item's gradients are added to the model's in item order, exactly as a
-// loop over the items adds them (TestParallelItemsMatchOneAtATime).
-var itemWorkers = runtime.GOMAXPROCS(0)
+// passes run at once on the CPU, each on its own OS thread (libtorch runs
+// one thread per op, trainer/stage.Threads). The updates do not depend on
+// it: every item's gradients are added to the model's in item order,
+// exactly as a loop over the items adds them
+// (TestParallelItemsMatchOneAtATime). At most 4: each item in flight holds
+// its activations (a few hundred MB for a warm-start window).
+var itemWorkers = min(runtime.GOMAXPROCS(0), 4)
+
+// workers is how many items run at once on m's device: one on a GPU,
+// whose kernels already run the item in parallel and whose memory is the
+// limit.
+func (m *Model) workers() int {
+	if m.dev != gotch.CPU {
+		return 1
+	}
+	return itemWorkers
+}
 
 // itemGrads is what one item's pass leaves: its gradient of each weight,
 // in the model's weight order (nil where the item did not reach the

@@ -136,7 +136,7 @@ func SFTStep(m *Model, opt *trainer.Optimizer, batch []Item, opts SFTOptions) (s
 		return sm, fmt.Errorf("causal sft step: %w", err)
 	}
 	hits := 0
-	err = inOrder(len(batch), itemWorkers, func(i int) (itemGrads, error) {
+	err = inOrder(len(batch), m.workers(), func(i int) (itemGrads, error) {
 		return m.onLeaves(func(v *Model) (r itemGrads, err error) {
 			var ctx []int
 			if ctxTotal > 0 {
@@ -278,7 +278,7 @@ func GRPOStep(m, ref *Model, opt *trainer.Optimizer, batch []Item, opts trainer.
 		}
 		return 1, n
 	}
-	err = inOrder(len(batch), itemWorkers, func(i int) (itemGrads, error) {
+	err = inOrder(len(batch), m.workers(), func(i int) (itemGrads, error) {
 		return m.onLeaves(func(v *Model) (r itemGrads, err error) {
 			scale, _ := scaleOf(&batch[i])
 			r.grpo, err = v.grpoItem(ref, &batch[i], per, opts.Temperature, scale)
@@ -323,19 +323,22 @@ type itemResult struct {
 // at the temperature GRPOStep will train at. Computing them once per
 // iteration saves a forward pass per item and step; the values are those
 // GRPOStep would compute itself.
+// The items run m.workers() at once (inference only reads the weights).
 func (m *Model) FillRefLogp(ctx context.Context, items []Item, temperature float64) error {
-	for i := range items {
+	return inOrder(len(items), m.workers(), func(i int) ([]float32, error) {
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
 		it := &items[i]
 		lp, err := m.LogProbs(it.Input(), it.Trainable(), temperature)
 		if err != nil {
-			return fmt.Errorf("segment %q: reference: %w", it.ID, err)
+			return nil, fmt.Errorf("segment %q: reference: %w", it.ID, err)
 		}
-		it.RefLogp, it.RefTemp = lp, temperature
-	}
-	return nil
+		return lp, nil
+	}, func(i int, lp []float32) error {
+		items[i].RefLogp, items[i].RefTemp = lp, temperature
+		return nil
+	}, func([]float32) {})
 }
 
 func (m *Model) grpoItem(ref *Model, it *Item, cfg trainer.LossConfig, temp, scale float64) (r itemResult, err error) {
