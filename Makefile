@@ -61,7 +61,7 @@ bench-check: build
 	@go run bench/check.go bench/results.md bench/out-quick/results.md
 
 demo: build
-	$(BIN)/cualake run --lake $(LAKE)
+	$(BIN)/cualake run --config examples/demo.yaml --lake $(LAKE)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

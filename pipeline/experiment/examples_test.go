@@ -3,6 +3,8 @@ package experiment
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/cualake/cualake/pipeline/loop"
 )
 
 // Every shipped experiment resolves; the sampler, advantage, reward and async
@@ -58,5 +60,26 @@ func TestExamplesResolve(t *testing.T) {
 				t.Errorf("demo-coverage: stems end at %v, want synthesize and it00-eval once per seed", ends)
 			}
 		}
+	}
+}
+
+// TestDemoIsTheCheckedArm: `make demo`'s config (examples/demo.yaml over
+// the defaults) names the run of demo-rft-check.yaml's arm, so the
+// demo's numbers in the README are that arm's seeds, computed by the same
+// steps.
+func TestDemoIsTheCheckedArm(t *testing.T) {
+	demo, err := loop.Load("../../examples/demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load("../../examples/experiments/demo-rft-check.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := p.Arms[0]
+	c := a.Config
+	c.Seed = demo.Seed
+	if loop.RunID(c) != loop.RunID(demo) {
+		t.Fatalf("examples/demo.yaml is not the arm %s/%s: run %s against %s", a.Variant, a.Branch, loop.RunID(demo), loop.RunID(c))
 	}
 }

@@ -22,10 +22,12 @@ func init() {
 		Usage: "run the whole RL loop: pool, warm start, initial pass, iterations of sample/rollout/segment/train, evaluation, audits, report",
 		Description: `Every step is a stage command committing one snapshot; progress is tagged in the lake (run/<id>/<step>; on --branch B, B/run/<id>/<step>),
 so running the same command again after a kill continues where it stopped. The config file names every stage's
-parameters (see examples/pipeline.yaml); without one the demo defaults apply.
+parameters (see examples/pipeline.yaml); without one the defaults apply: the papers' GRPO loop. make demo runs
+examples/demo.yaml (RFT rounds from a quarter-coverage warm start; that file says why).
 
 Example:
    cualake run
+   cualake run --config examples/demo.yaml --json
    cualake run --config examples/pipeline.yaml --seed 7 --json
    cualake run --sampler dtac --lake ./data/lake-dtac
    cualake run --async --json
