@@ -245,9 +245,8 @@ type stepRates struct {
 const unsolvedShare = 0.55
 
 var (
-	// make demo's run of 2026-12-06 (testdata/demo-steps.json: 0.5 s an SFT
-	// step, items at once) and the default's of 2026-12-02
-	// (default-steps.json: 0.87 s, one item at a time); sftStep 0.6 keeps
-	// both within 30%, until the default is recorded again
-	causalRates = stepRates{sftStep: 0.6, eval: 5, initial: 0.079, rollout: 0.06, trainStep: 2.0, recal: 0.085}
+	// the idle runs of 2026-12-06 with items and episodes on both cores:
+	// make demo's (testdata/demo-steps.json) and the default's
+	// (default-steps.json)
+	causalRates = stepRates{sftStep: 0.5, eval: 5, initial: 0.079, rollout: 0.075, trainStep: 0.9, recal: 0.085}
 )
