@@ -268,26 +268,26 @@ func GRPOStep(m, ref *Model, opt *trainer.Optimizer, batch []Item, opts trainer.
 	per := opts.LossConfig
 	per.Agg = trainer.TokenMean // within one item all three are its token mean
 	var ratioSum, entSum, lowSum, highSum, capSum float64
-	scaleOf := func(it *Item) (scale, n float64) {
-		n = float64(len(it.Trainable()))
+	// each item's share of the batch loss, and its trained tokens
+	scales, ns := make([]float64, len(batch)), make([]float64, len(batch))
+	for i := range batch {
+		ns[i], scales[i] = float64(len(batch[i].Trainable())), 1
 		switch opts.Agg {
 		case trainer.TokenMean:
-			return n / float64(total), n
+			scales[i] = ns[i] / float64(total)
 		case trainer.SeqMeanTokenMean:
-			return 1 / float64(len(batch)), n
+			scales[i] = 1 / float64(len(batch))
 		}
-		return 1, n
 	}
 	err = inOrder(len(batch), m.workers(), func(i int) (itemGrads, error) {
 		return m.onLeaves(func(v *Model) (r itemGrads, err error) {
-			scale, _ := scaleOf(&batch[i])
-			r.grpo, err = v.grpoItem(ref, &batch[i], per, opts.Temperature, scale)
+			r.grpo, err = v.grpoItem(ref, &batch[i], per, opts.Temperature, scales[i])
 			return r, err
 		})
 	}, func(i int, ig itemGrads) error {
 		defer ig.drop()
 		it, r := &batch[i], ig.grpo
-		scale, n := scaleOf(it)
+		scale, n := scales[i], ns[i]
 		gm.Loss += scale * r.st.Loss
 		gm.PolicyLoss += scale * r.st.PolicyLoss
 		gm.KL += scale * r.st.KL

@@ -251,7 +251,6 @@ func TestRolloutCoverage(t *testing.T) {
 // whose only success is an evaluation episode), records the flag in the
 // snapshot's params, and is refused with --tasks, naming the flag.
 func TestRolloutUnsolved(t *testing.T) {
-	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "lake")
 	t.Setenv("CUALAKE_LAKE", dir)
 	var train []string
@@ -259,14 +258,6 @@ func TestRolloutUnsolved(t *testing.T) {
 		if task.Split == "train" {
 			train = append(train, task.TaskID)
 		}
-	}
-	l, err := lake.OpenDir(ctx, dir, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := l.Begin(ctx, "")
-	if err != nil {
-		t.Fatal(err)
 	}
 	var rows []schemas.Trajectory
 	for i, id := range train[:4] {
@@ -277,13 +268,10 @@ func TestRolloutUnsolved(t *testing.T) {
 		rows = append(rows, schemas.Trajectory{TrajectoryID: fmt.Sprintf("t%d", i), TaskID: id, GroupID: id, Policy: "checkpoint",
 			Source: src, Outcome: schemas.OutcomeSuccess, Reward: 1, JudgeDetail: "{}"})
 	}
-	if err := lake.AppendTable(ctx, tx, schemas.Trajectories, rows); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(ctx, lake.CommitInfo{Stage: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	_, err = run(t, "rollout", "--policy", "oracle", "--n", "1", "--tree-only", "--unsolved", "--tasks", train[5])
+	commitToLake(t, dir, lake.CommitInfo{Stage: "test"}, func(ctx context.Context, tx *lake.Txn) error {
+		return lake.AppendTable(ctx, tx, schemas.Trajectories, rows)
+	})
+	_, err := run(t, "rollout", "--policy", "oracle", "--n", "1", "--tree-only", "--unsolved", "--tasks", train[5])
 	if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--unsolved") {
 		t.Fatalf("--unsolved with --tasks: %v", err)
 	}

@@ -129,6 +129,16 @@ func TestSynthesizeSnapshotIndependentOfWorkers(t *testing.T) {
 // commitPool commits the simulator's built-in pool as the lake's tasks.
 func commitPool(t *testing.T, dir string) {
 	t.Helper()
+	commitToLake(t, dir, lake.CommitInfo{Stage: "import", Params: map[string]string{"pool": "builtin"}},
+		func(ctx context.Context, tx *lake.Txn) error {
+			return lake.ReplaceTable(ctx, tx, schemas.Tasks, simdesk.Pool())
+		})
+}
+
+// commitToLake commits what write puts in one transaction on main of the
+// lake in dir (created if missing): rows a test needs that no stage makes.
+func commitToLake(t *testing.T, dir string, info lake.CommitInfo, write func(context.Context, *lake.Txn) error) {
+	t.Helper()
 	ctx := context.Background()
 	l, err := lake.OpenDir(ctx, dir, true)
 	if err != nil {
@@ -138,10 +148,10 @@ func commitPool(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lake.ReplaceTable(ctx, tx, schemas.Tasks, simdesk.Pool()); err != nil {
+	if err := write(ctx, tx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Commit(ctx, lake.CommitInfo{Stage: "import", Params: map[string]string{"pool": "builtin"}}); err != nil {
+	if _, err := tx.Commit(ctx, info); err != nil {
 		t.Fatal(err)
 	}
 }
