@@ -185,9 +185,8 @@ func runRollout(c *cli.Context) error {
 			return err
 		}
 		if len(refill.Rows) == 0 {
-			fmt.Fprintf(c.App.Writer, "rollout --dapo-refill: iteration %d has %d informative groups of %d (want %d); nothing to do\n",
+			return nothingToDo(c, in, "rollout --dapo-refill: iteration %d has %d informative groups of %d (want %d); nothing to do",
 				plan.Iteration, refill.Informative, refill.Groups, n)
-			return nil
 		}
 		for _, r := range refill.Rows {
 			ids = append(ids, r.TaskID)
@@ -204,8 +203,7 @@ func runRollout(c *cli.Context) error {
 			return err
 		}
 		if len(ids) == 0 {
-			fmt.Fprintf(c.App.Writer, "rollout --recalibrate: every rated feasible task is in the pool; nothing to do\n")
-			return nil
+			return nothingToDo(c, in, "rollout --recalibrate: every rated feasible task is in the pool; nothing to do")
 		}
 		plan.Iteration--
 	}
@@ -221,8 +219,7 @@ func runRollout(c *cli.Context) error {
 		}
 		ids = slices.DeleteFunc(ids, func(id string) bool { return !have[id] })
 		if len(ids) == 0 {
-			fmt.Fprintf(c.App.Writer, "rollout --recalibrate: no task of the split is out of the pool; nothing to do\n")
-			return nil
+			return nothingToDo(c, in, "rollout --recalibrate: no task of the split is out of the pool; nothing to do")
 		}
 	}
 	unsolved := c.Bool("unsolved")
@@ -235,8 +232,7 @@ func runRollout(c *cli.Context) error {
 			return err
 		}
 		if len(plan.Tasks) == 0 {
-			fmt.Fprintf(c.App.Writer, "rollout --unsolved: each of the %d tasks has a verified success of the policy; nothing to do\n", pool)
-			return nil
+			return nothingToDo(c, in, "rollout --unsolved: each of the %d tasks has a verified success of the policy; nothing to do", pool)
 		}
 		fmt.Fprintf(c.App.ErrWriter, "rollout --unsolved: %d of the %d tasks have no verified success yet\n", len(plan.Tasks), pool)
 	}
@@ -432,7 +428,7 @@ func runRollout(c *cli.Context) error {
 	}
 	m := res.Manifest
 	if c.Bool("json") {
-		return printJSON(c.App.Writer, map[string]any{"snapshot": m.ID, "iteration": p.Iteration, "policy": f.Name(),
+		return printJSON(c.App.Writer, map[string]any{"committed": true, "snapshot": m.ID, "iteration": p.Iteration, "policy": f.Name(),
 			"policy_version": f.Version(), "summary": sum})
 	}
 	fmt.Fprintf(c.App.Writer, "rollout %s (iteration %d): %d trajectories over %d tasks, success %.1f%%, mean reward %.3f, outcomes %v\n",
@@ -442,6 +438,22 @@ func runRollout(c *cli.Context) error {
 		fmt.Fprintf(c.App.ErrWriter, "episodes that ended in error (first %d):\n  %s\n", len(sum.Errors), strings.Join(sum.Errors, "\n  "))
 	}
 	return nil
+}
+
+// nothingToDo reports a run that commits nothing (the branch stays at in):
+// the message as a line, or with --json an object a script can branch on,
+// {"committed": false, "snapshot": in's id, "reason": the message}.
+func nothingToDo(c *cli.Context, in *lake.Manifest, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if !c.Bool("json") {
+		_, err := fmt.Fprintln(c.App.Writer, msg)
+		return err
+	}
+	head := ""
+	if in != nil {
+		head = in.ID
+	}
+	return printJSON(c.App.Writer, map[string]any{"committed": false, "snapshot": head, "reason": msg})
 }
 
 // recalibrationTasks lists the rated feasible tasks the snapshot's pass

@@ -290,4 +290,34 @@ func TestRolloutUnsolved(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"unsolved": true`) || !strings.Contains(out, fmt.Sprintf(`"tasks": %d`, len(train)-3)) {
 		t.Fatalf("params lack the unsolved pass: %v\n%s", err, out)
 	}
+	// Once every training task is solved, --unsolved commits nothing, and
+	// --json says so as JSON, naming the unchanged head.
+	rows = rows[:0]
+	for i, id := range train {
+		rows = append(rows, schemas.Trajectory{TrajectoryID: fmt.Sprintf("all%d", i), TaskID: id, GroupID: id, Policy: "checkpoint",
+			Source: "rollout", Outcome: schemas.OutcomeSuccess, Reward: 1, JudgeDetail: "{}"})
+	}
+	commitToLake(t, dir, lake.CommitInfo{Stage: "test"}, func(ctx context.Context, tx *lake.Txn) error {
+		return lake.AppendTable(ctx, tx, schemas.Trajectories, rows)
+	})
+	head, err := run(t, "lake", "log", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(t, "rollout", "--policy", "oracle", "--split", "train", "--n", "1", "--tree-only", "--unsolved", "--json")
+	if err != nil {
+		t.Fatalf("rollout --unsolved with nothing left: %v\n%s", err, out)
+	}
+	var res struct {
+		Committed *bool  `json:"committed"`
+		Snapshot  string `json:"snapshot"`
+		Reason    string `json:"reason"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Committed == nil || *res.Committed ||
+		!strings.Contains(res.Reason, "nothing to do") || res.Snapshot == "" || !strings.Contains(head, res.Snapshot) {
+		t.Fatalf("nothing to do as JSON: %v %+v\n%s", err, res, out)
+	}
+	if after, err := run(t, "lake", "log", "--json"); err != nil || after != head {
+		t.Fatalf("the head moved: %v\n%s", err, after)
+	}
 }
