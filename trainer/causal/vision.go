@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image"
+	"image/color"
 	"image/png"
 )
 
@@ -45,21 +46,27 @@ func (c Config) ImagePatches(img image.Image) ([][]float32, error) {
 	count := make([]float32, tw*th)
 	row := make([]float32, 3*W) // the row's R, G, B in [0, 0xffff], premultiplied
 	fill := rowFiller(img, row)
+	pi, paletted := img.(*image.Paletted)
+	var pal *[256][3]float32
+	if paletted {
+		pal = paletteValues(pi.Palette)
+	}
 	for y := 0; y < H; y++ {
-		if err := fill(y); err != nil {
-			return nil, fmt.Errorf("screenshot row %d: %w", y, err)
-		}
 		base := (y * th / H) * tw
-		for cx := 0; cx < tw; cx++ {
-			o := base + cx
-			r, g, bl := thumb[3*o], thumb[3*o+1], thumb[3*o+2]
-			for x := from[cx]; x < from[cx+1]; x++ {
-				r += row[3*x]
-				g += row[3*x+1]
-				bl += row[3*x+2]
+		if paletted {
+			// the simulator's frames and its PNGs: colours read from the
+			// palette as they are added, without a row of floats between
+			if hi := addPalettedRow(thumb[3*base:3*(base+tw)], pi.Pix[y*pi.Stride:y*pi.Stride+W], pal, from); int(hi) >= len(pi.Palette) {
+				return nil, fmt.Errorf("screenshot row %d: palette index %d outside the palette of %d colours", y, hi, len(pi.Palette))
 			}
-			thumb[3*o], thumb[3*o+1], thumb[3*o+2] = r, g, bl
-			count[o] += float32(from[cx+1] - from[cx])
+		} else {
+			if err := fill(y); err != nil {
+				return nil, fmt.Errorf("screenshot row %d: %w", y, err)
+			}
+			addRow(thumb[3*base:3*(base+tw)], row, from)
+		}
+		for cx := 0; cx < tw; cx++ {
+			count[base+cx] += float32(from[cx+1] - from[cx])
 		}
 	}
 	for o, n := range count {
@@ -80,6 +87,113 @@ func (c Config) ImagePatches(img image.Image) ([][]float32, error) {
 		}
 	}
 	return out, nil
+}
+
+// addRow adds one source row (R, G, B triples) to a thumbnail row (tw
+// R, G, B sums): thumbnail column cx takes the source columns
+// [from[cx], from[cx+1]), each added to the sum in column order. Each sum is
+// a chain of dependent float additions, so four columns go at once (twelve
+// independent chains); every chain keeps its order, so the bits are those
+// of adding one pixel at a time.
+func addRow(thumb, row []float32, from []int) {
+	tw := len(from) - 1
+	cx := 0
+	for ; cx+4 <= tw; cx += 4 {
+		a, b, c, d := from[cx], from[cx+1], from[cx+2], from[cx+3]
+		n := min(b-a, c-b, d-c, from[cx+4]-d)
+		t := thumb[3*cx : 3*cx+12 : 3*cx+12]
+		r0, g0, b0, r1, g1, b1 := t[0], t[1], t[2], t[3], t[4], t[5]
+		r2, g2, b2, r3, g3, b3 := t[6], t[7], t[8], t[9], t[10], t[11]
+		p0, p1, p2, p3 := row[3*a:3*(a+n)], row[3*b:3*(b+n)], row[3*c:3*(c+n)], row[3*d:3*(d+n)]
+		for i := 0; i+2 < 3*n; i += 3 {
+			r0, g0, b0 = r0+p0[i], g0+p0[i+1], b0+p0[i+2]
+			r1, g1, b1 = r1+p1[i], g1+p1[i+1], b1+p1[i+2]
+			r2, g2, b2 = r2+p2[i], g2+p2[i+1], b2+p2[i+2]
+			r3, g3, b3 = r3+p3[i], g3+p3[i+1], b3+p3[i+2]
+		}
+		t[0], t[1], t[2], t[3], t[4], t[5] = r0, g0, b0, r1, g1, b1
+		t[6], t[7], t[8], t[9], t[10], t[11] = r2, g2, b2, r3, g3, b3
+		// the columns longer than n (tw rarely divides the width) finish alone
+		for k := 0; k < 4; k++ {
+			addColumn(t[3*k:3*k+3], row, from[cx+k]+n, from[cx+k+1])
+		}
+	}
+	for ; cx < tw; cx++ {
+		addColumn(thumb[3*cx:3*cx+3], row, from[cx], from[cx+1])
+	}
+}
+
+// paletteValues returns each palette entry's R, G, B (color.RGBA's values,
+// as floats), 256 entries so that any index reads without a bounds check
+// (those past the palette are zero, and an index there is an error).
+func paletteValues(p color.Palette) *[256][3]float32 {
+	var pal [256][3]float32
+	for i, col := range p[:min(len(p), 256)] {
+		r, g, b, _ := col.RGBA()
+		pal[i] = [3]float32{float32(r), float32(g), float32(b)}
+	}
+	return &pal
+}
+
+// addPalettedRow is addRow on a row of palette indices: it adds the
+// colours in the same order, so the sums are addRow's on the filled row,
+// bit for bit. It returns the largest index read.
+func addPalettedRow(thumb []float32, pix []uint8, pal *[256][3]float32, from []int) uint8 {
+	tw := len(from) - 1
+	hi := uint8(0)
+	cx := 0
+	for ; cx+4 <= tw; cx += 4 {
+		a, b, c, d := from[cx], from[cx+1], from[cx+2], from[cx+3]
+		n := min(b-a, c-b, d-c, from[cx+4]-d)
+		t := thumb[3*cx : 3*cx+12 : 3*cx+12]
+		r0, g0, b0, r1, g1, b1 := t[0], t[1], t[2], t[3], t[4], t[5]
+		r2, g2, b2, r3, g3, b3 := t[6], t[7], t[8], t[9], t[10], t[11]
+		p0, p1, p2, p3 := pix[a:a+n], pix[b:b+n], pix[c:c+n], pix[d:d+n]
+		for i := range p0 {
+			i0, i1, i2, i3 := p0[i], p1[i], p2[i], p3[i]
+			hi = max(hi, i0, i1, i2, i3)
+			v0, v1, v2, v3 := &pal[i0], &pal[i1], &pal[i2], &pal[i3]
+			r0, g0, b0 = r0+v0[0], g0+v0[1], b0+v0[2]
+			r1, g1, b1 = r1+v1[0], g1+v1[1], b1+v1[2]
+			r2, g2, b2 = r2+v2[0], g2+v2[1], b2+v2[2]
+			r3, g3, b3 = r3+v3[0], g3+v3[1], b3+v3[2]
+		}
+		t[0], t[1], t[2], t[3], t[4], t[5] = r0, g0, b0, r1, g1, b1
+		t[6], t[7], t[8], t[9], t[10], t[11] = r2, g2, b2, r3, g3, b3
+		for k := 0; k < 4; k++ {
+			hi = max(hi, addPalettedColumn(t[3*k:3*k+3], pix, pal, from[cx+k]+n, from[cx+k+1]))
+		}
+	}
+	for ; cx < tw; cx++ {
+		hi = max(hi, addPalettedColumn(thumb[3*cx:3*cx+3], pix, pal, from[cx], from[cx+1]))
+	}
+	return hi
+}
+
+// addPalettedColumn is addColumn on palette indices; it returns the
+// largest index read.
+func addPalettedColumn(sum []float32, pix []uint8, pal *[256][3]float32, x0, x1 int) uint8 {
+	hi := uint8(0)
+	r, g, b := sum[0], sum[1], sum[2]
+	for _, i := range pix[x0:x1] {
+		hi = max(hi, i)
+		v := &pal[i]
+		r, g, b = r+v[0], g+v[1], b+v[2]
+	}
+	sum[0], sum[1], sum[2] = r, g, b
+	return hi
+}
+
+// addColumn adds the source columns [x0, x1) of row to one thumbnail
+// pixel's sums, in column order.
+func addColumn(sum, row []float32, x0, x1 int) {
+	r, g, b := sum[0], sum[1], sum[2]
+	for x := x0; x < x1; x++ {
+		r += row[3*x]
+		g += row[3*x+1]
+		b += row[3*x+2]
+	}
+	sum[0], sum[1], sum[2] = r, g, b
 }
 
 // rowFiller returns a function that writes source row y (relative to the
@@ -106,30 +220,6 @@ func rowFiller(img image.Image, row []float32) func(y int) error {
 				row[3*x] = float32(uint32(p[4*x]) * 257 * a / 0xffff)
 				row[3*x+1] = float32(uint32(p[4*x+1]) * 257 * a / 0xffff)
 				row[3*x+2] = float32(uint32(p[4*x+2]) * 257 * a / 0xffff)
-			}
-			return nil
-		}
-	case *image.Paletted:
-		// 256 entries, so that any index reads without a bounds check; an
-		// index past the palette (png.Decode extends the palette to cover
-		// every index it reads, so only a hand-built image has one) is an
-		// error.
-		n := len(im.Palette)
-		pal := make([][3]float32, max(256, n))
-		for i, col := range im.Palette {
-			r, g, bl, _ := col.RGBA()
-			pal[i] = [3]float32{float32(r), float32(g), float32(bl)}
-		}
-		return func(y int) error {
-			p := im.Pix[y*im.Stride:]
-			hi := uint8(0)
-			for x := 0; x < W; x++ {
-				v := pal[p[x]]
-				hi = max(hi, p[x])
-				row[3*x], row[3*x+1], row[3*x+2] = v[0], v[1], v[2]
-			}
-			if int(hi) >= n {
-				return fmt.Errorf("palette index %d outside the palette of %d colours", hi, n)
 			}
 			return nil
 		}
