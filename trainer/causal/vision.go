@@ -91,34 +91,11 @@ func (c Config) ImagePatches(img image.Image) ([][]float32, error) {
 
 // addRow adds one source row (R, G, B triples) to a thumbnail row (tw
 // R, G, B sums): thumbnail column cx takes the source columns
-// [from[cx], from[cx+1]), each added to the sum in column order. Each sum is
-// a chain of dependent float additions, so four columns go at once (twelve
-// independent chains); every chain keeps its order, so the bits are those
-// of adding one pixel at a time.
+// [from[cx], from[cx+1]), each added to the sum in column order.
+// (addPalettedRow, the simulator's path, interleaves columns for speed;
+// other formats are rare enough to take the plain loop.)
 func addRow(thumb, row []float32, from []int) {
-	tw := len(from) - 1
-	cx := 0
-	for ; cx+4 <= tw; cx += 4 {
-		a, b, c, d := from[cx], from[cx+1], from[cx+2], from[cx+3]
-		n := min(b-a, c-b, d-c, from[cx+4]-d)
-		t := thumb[3*cx : 3*cx+12 : 3*cx+12]
-		r0, g0, b0, r1, g1, b1 := t[0], t[1], t[2], t[3], t[4], t[5]
-		r2, g2, b2, r3, g3, b3 := t[6], t[7], t[8], t[9], t[10], t[11]
-		p0, p1, p2, p3 := row[3*a:3*(a+n)], row[3*b:3*(b+n)], row[3*c:3*(c+n)], row[3*d:3*(d+n)]
-		for i := 0; i+2 < 3*n; i += 3 {
-			r0, g0, b0 = r0+p0[i], g0+p0[i+1], b0+p0[i+2]
-			r1, g1, b1 = r1+p1[i], g1+p1[i+1], b1+p1[i+2]
-			r2, g2, b2 = r2+p2[i], g2+p2[i+1], b2+p2[i+2]
-			r3, g3, b3 = r3+p3[i], g3+p3[i+1], b3+p3[i+2]
-		}
-		t[0], t[1], t[2], t[3], t[4], t[5] = r0, g0, b0, r1, g1, b1
-		t[6], t[7], t[8], t[9], t[10], t[11] = r2, g2, b2, r3, g3, b3
-		// the columns longer than n (tw rarely divides the width) finish alone
-		for k := 0; k < 4; k++ {
-			addColumn(t[3*k:3*k+3], row, from[cx+k]+n, from[cx+k+1])
-		}
-	}
-	for ; cx < tw; cx++ {
+	for cx := 0; cx+1 < len(from); cx++ {
 		addColumn(thumb[3*cx:3*cx+3], row, from[cx], from[cx+1])
 	}
 }
@@ -137,7 +114,9 @@ func paletteValues(p color.Palette) *[256][3]float32 {
 
 // addPalettedRow is addRow on a row of palette indices: it adds the
 // colours in the same order, so the sums are addRow's on the filled row,
-// bit for bit. It returns the largest index read.
+// bit for bit. Each sum is a chain of dependent float additions, so four
+// columns go at once (twelve independent chains, each in its own order).
+// It returns the largest index read.
 func addPalettedRow(thumb []float32, pix []uint8, pal *[256][3]float32, from []int) uint8 {
 	tw := len(from) - 1
 	hi := uint8(0)
