@@ -44,12 +44,17 @@ func (c Config) ImagePatches(img image.Image) ([][]float32, error) {
 	// not depend on how a row's values are fetched.
 	thumb := make([]float32, tw*th*3)
 	count := make([]float32, tw*th)
-	row := make([]float32, 3*W) // the row's R, G, B in [0, 0xffff], premultiplied
-	fill := rowFiller(img, row)
 	pi, paletted := img.(*image.Paletted)
-	var pal *[256][3]float32
+	var (
+		pal  *[256][3]float32  // paletted: each index's R, G, B
+		row  []float32         // other formats: the row's R, G, B in [0, 0xffff], premultiplied
+		fill func(y int) error // writes source row y into row
+	)
 	if paletted {
 		pal = paletteValues(pi.Palette)
+	} else {
+		row = make([]float32, 3*W)
+		fill = rowFiller(img, row)
 	}
 	for y := 0; y < H; y++ {
 		base := (y * th / H) * tw
