@@ -273,11 +273,19 @@ perl -0pi -e 's{\n\tatomic\.AddInt64\(&TensorCount, 1\)\n}{\n\tcount := atomic.A
 #     for good (a model's weights after Close, a leaf view and its gradient
 #     per training item: megabytes per step). Free the old handle first.
 perl -pi -e 's{^(\s*)ts\.ctensor = \*ptr\s*$}{$1lib.AtFree(ts.ctensor)\n$1ts.ctensor = *ptr\n}' "$DEST/ts/tensor-generated.go"
-if grep -q 'C.malloc(0)))$' "$DEST/ts/tensor-generated.go" || [ "$(grep -c 'lib.AtFree(ts.ctensor)' "$DEST/ts/tensor-generated.go")" -lt 200 ] || grep -q '(\*int)(unsafe.Pointer(&cretVal))' "$DEST/libtch/tensor.go" ||
+#  f. a Scalar's C memory is freed only by its finalizer, and the generated
+#     ops pass its C pointer and keep no reference to the Go value: the GC
+#     can free the scalar while libtorch still reads it (a warm start died
+#     with "s.isIntegral(false) INTERNAL ASSERT FAILED" in MulScalar).
+#     Keep every scalar argument alive until the C call returns.
+perl -pi -e 'if (/^(\s*)lib\.Atg\w+\(.*\.cscalar/) { my $i = $1; my %seen; $_ .= join("", map { "${i}runtime.KeepAlive($_)\n" } grep { !$seen{$_}++ } /(\w+)\.cscalar/g) }' "$DEST/ts/tensor-generated.go"
+perl -0pi -e 's{\nimport\(\n  "unsafe"\n}{\nimport(\n  "runtime"\n  "unsafe"\n}' "$DEST/ts/tensor-generated.go"
+if grep -q 'C.malloc(0)))$' "$DEST/ts/tensor-generated.go" || [ "$(grep -c 'lib.AtFree(ts.ctensor)' "$DEST/ts/tensor-generated.go")" -lt 200 ] ||
+  [ "$(grep -c 'runtime.KeepAlive(' "$DEST/ts/tensor-generated.go")" -lt 300 ] || ! grep -q '^  "runtime"$' "$DEST/ts/tensor-generated.go" || grep -q '(\*int)(unsafe.Pointer(&cretVal))' "$DEST/libtch/tensor.go" ||
   grep -q 'x.d = new(bigStruct)' "$DEST/ts/tensor.go" || ! grep -q 'name = fmt.Sprintf("%s_%09d", name, count)' "$DEST/ts/tensor.go"; then
   die "Go wrapper fixes did not apply"
 fi
-log "patched gotch's Go wrappers (output-slot leak, int result casts, 100 KB per tensor handle, names of tensors made at once, in-place ops' old handles)"
+log "patched gotch's Go wrappers (output-slot leak, int result casts, 100 KB per tensor handle, names of tensors made at once, in-place ops' old handles, scalars freed during an op)"
 
 # ------------------------------------------------------------------ go.work ---
 cat >"$ROOT/go.work" <<'EOF'

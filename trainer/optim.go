@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 
 	"github.com/sugarme/gotch/ts"
 
@@ -150,12 +149,8 @@ func (o *Optimizer) clip(maxNorm float64) (float64, error) {
 		return norm, nil
 	}
 	if coef := maxNorm / (norm + 1e-6); coef < 1 {
-		// one scalar, kept alive until the last op has read it (gotch frees
-		// scalars only in finalizers, which may run during a C call)
-		sc := ts.FloatScalar(coef)
-		defer runtime.KeepAlive(sc)
 		for i, g := range grads {
-			if err := g.MulScalar_(sc); err != nil {
+			if err := g.MulScalar_(ts.FloatScalar(coef)); err != nil {
 				return 0, fmt.Errorf("clip gradients: scale grad %d: %w", i, err)
 			}
 		}

@@ -259,18 +259,23 @@ func TestRolloutUnsolved(t *testing.T) {
 			train = append(train, task.TaskID)
 		}
 	}
-	var rows []schemas.Trajectory
-	for i, id := range train[:4] {
-		src := "rollout"
-		if i == 3 {
-			src = "eval"
+	// commitSuccesses commits a verified success of the checkpoint policy
+	// on each task, the last as an evaluation episode when evalLast
+	commitSuccesses := func(prefix string, ids []string, evalLast bool) {
+		var rows []schemas.Trajectory
+		for i, id := range ids {
+			src := "rollout"
+			if evalLast && i == len(ids)-1 {
+				src = "eval"
+			}
+			rows = append(rows, schemas.Trajectory{TrajectoryID: fmt.Sprintf("%s%d", prefix, i), TaskID: id, GroupID: id, Policy: "checkpoint",
+				Source: src, Outcome: schemas.OutcomeSuccess, Reward: 1, JudgeDetail: "{}"})
 		}
-		rows = append(rows, schemas.Trajectory{TrajectoryID: fmt.Sprintf("t%d", i), TaskID: id, GroupID: id, Policy: "checkpoint",
-			Source: src, Outcome: schemas.OutcomeSuccess, Reward: 1, JudgeDetail: "{}"})
+		commitToLake(t, dir, lake.CommitInfo{Stage: "test"}, func(ctx context.Context, tx *lake.Txn) error {
+			return lake.AppendTable(ctx, tx, schemas.Trajectories, rows)
+		})
 	}
-	commitToLake(t, dir, lake.CommitInfo{Stage: "test"}, func(ctx context.Context, tx *lake.Txn) error {
-		return lake.AppendTable(ctx, tx, schemas.Trajectories, rows)
-	})
+	commitSuccesses("t", train[:4], true)
 	_, err := run(t, "rollout", "--policy", "oracle", "--n", "1", "--tree-only", "--unsolved", "--tasks", train[5])
 	if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--unsolved") {
 		t.Fatalf("--unsolved with --tasks: %v", err)
@@ -292,14 +297,7 @@ func TestRolloutUnsolved(t *testing.T) {
 	}
 	// Once every training task is solved, --unsolved commits nothing, and
 	// --json says so as JSON, naming the unchanged head.
-	rows = rows[:0]
-	for i, id := range train {
-		rows = append(rows, schemas.Trajectory{TrajectoryID: fmt.Sprintf("all%d", i), TaskID: id, GroupID: id, Policy: "checkpoint",
-			Source: "rollout", Outcome: schemas.OutcomeSuccess, Reward: 1, JudgeDetail: "{}"})
-	}
-	commitToLake(t, dir, lake.CommitInfo{Stage: "test"}, func(ctx context.Context, tx *lake.Txn) error {
-		return lake.AppendTable(ctx, tx, schemas.Trajectories, rows)
-	})
+	commitSuccesses("all", train, false)
 	head, err := run(t, "lake", "log", "--json")
 	if err != nil {
 		t.Fatal(err)

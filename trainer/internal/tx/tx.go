@@ -316,28 +316,14 @@ func (s *Scope) Matmul(a, b *ts.Tensor) *ts.Tensor {
 	return s.bin("matmul", a, b, func() (*ts.Tensor, error) { return a.Matmul(b, false) })
 }
 
-// scalar makes a libtorch scalar. gotch frees a Scalar only in its
-// finalizer, and an op reads the C pointer and keeps no reference to the Go
-// value, so the GC may free the scalar while libtorch reads it: every op
-// keeps its scalars alive (runtime.KeepAlive) until it returns.
-func scalar(v float64) *ts.Scalar { return ts.FloatScalar(v) }
-
 // AddScalar returns x + v.
 func (s *Scope) AddScalar(x *ts.Tensor, v float64) *ts.Tensor {
-	return s.un("add scalar", x, func() (*ts.Tensor, error) {
-		sc := scalar(v)
-		defer runtime.KeepAlive(sc)
-		return x.AddScalar(sc, false)
-	})
+	return s.un("add scalar", x, func() (*ts.Tensor, error) { return x.AddScalar(ts.FloatScalar(v), false) })
 }
 
 // MulScalar returns x * v.
 func (s *Scope) MulScalar(x *ts.Tensor, v float64) *ts.Tensor {
-	return s.un("mul scalar", x, func() (*ts.Tensor, error) {
-		sc := scalar(v)
-		defer runtime.KeepAlive(sc)
-		return x.MulScalar(sc, false)
-	})
+	return s.un("mul scalar", x, func() (*ts.Tensor, error) { return x.MulScalar(ts.FloatScalar(v), false) })
 }
 
 // RSubScalar returns v - x.
@@ -347,30 +333,17 @@ func (s *Scope) RSubScalar(v float64, x *ts.Tensor) *ts.Tensor {
 
 // Clamp limits x to [lo, hi].
 func (s *Scope) Clamp(x *ts.Tensor, lo, hi float64) *ts.Tensor {
-	return s.un("clamp", x, func() (*ts.Tensor, error) {
-		l, h := scalar(lo), scalar(hi)
-		defer runtime.KeepAlive(l)
-		defer runtime.KeepAlive(h)
-		return x.Clamp(l, h, false)
-	})
+	return s.un("clamp", x, func() (*ts.Tensor, error) { return x.Clamp(ts.FloatScalar(lo), ts.FloatScalar(hi), false) })
 }
 
 // ClampMax limits x to at most hi.
 func (s *Scope) ClampMax(x *ts.Tensor, hi float64) *ts.Tensor {
-	return s.un("clamp max", x, func() (*ts.Tensor, error) {
-		sc := scalar(hi)
-		defer runtime.KeepAlive(sc)
-		return x.ClampMax(sc, false)
-	})
+	return s.un("clamp max", x, func() (*ts.Tensor, error) { return x.ClampMax(ts.FloatScalar(hi), false) })
 }
 
 // ClampMin limits x to at least lo.
 func (s *Scope) ClampMin(x *ts.Tensor, lo float64) *ts.Tensor {
-	return s.un("clamp min", x, func() (*ts.Tensor, error) {
-		sc := scalar(lo)
-		defer runtime.KeepAlive(sc)
-		return x.ClampMin(sc, false)
-	})
+	return s.un("clamp min", x, func() (*ts.Tensor, error) { return x.ClampMin(ts.FloatScalar(lo), false) })
 }
 
 // Log returns the natural logarithm of x.
@@ -425,20 +398,12 @@ func (s *Scope) Totype(x *ts.Tensor, dt gotch.DType) *ts.Tensor {
 
 // GtScalar returns x > v as a bool tensor.
 func (s *Scope) GtScalar(x *ts.Tensor, v float64) *ts.Tensor {
-	return s.un("gt", x, func() (*ts.Tensor, error) {
-		sc := scalar(v)
-		defer runtime.KeepAlive(sc)
-		return x.Gt(sc, false)
-	})
+	return s.un("gt", x, func() (*ts.Tensor, error) { return x.Gt(ts.FloatScalar(v), false) })
 }
 
 // LtScalar returns x < v as a bool tensor.
 func (s *Scope) LtScalar(x *ts.Tensor, v float64) *ts.Tensor {
-	return s.un("lt", x, func() (*ts.Tensor, error) {
-		sc := scalar(v)
-		defer runtime.KeepAlive(sc)
-		return x.Lt(sc, false)
-	})
+	return s.un("lt", x, func() (*ts.Tensor, error) { return x.Lt(ts.FloatScalar(v), false) })
 }
 
 // And returns the logical and of two bool tensors.

@@ -10,10 +10,11 @@ import (
 
 // TestScalarsOutliveTheirOps: gotch frees a Scalar in its finalizer, and
 // the GC may run that as soon as an op has read the scalar's C pointer,
-// while libtorch still reads it. Scalar ops on two goroutines, with the GC
-// running all the time, must all succeed with the right values (before the
-// scalars were kept alive, a warm start failed about once a run with
-// "s.isIntegral(false) INTERNAL ASSERT FAILED"). The race is narrow: without
+// while libtorch still reads it (scripts/setup-gotch.sh, fix f, keeps every
+// scalar argument alive through the call). Scalar ops on two goroutines,
+// with the GC running all the time, must all succeed with the right values
+// (without the fix a warm start failed with "s.isIntegral(false) INTERNAL
+// ASSERT FAILED"). The race is narrow: without
 // the fix this test failed in about half the runs, never with it.
 func TestScalarsOutliveTheirOps(t *testing.T) {
 	stop := make(chan struct{})
