@@ -160,6 +160,9 @@ type RFTConfig struct {
 	// Imitate is both, successes or demos (train --imitate): the last two
 	// are the controls for where a round's gain comes from.
 	Imitate string `yaml:"imitate" json:"imitate,omitempty"`
+	// Pick is random or shortest (train --pick): which of a task's
+	// successes a round keeps when it has more than PerTask.
+	Pick string `yaml:"pick" json:"pick,omitempty"`
 	// Pass is all (each pass rolls out every training task) or unsolved
 	// (rollout --unsolved: only the tasks with no verified success yet; a
 	// round imitates at most PerTask successes per task, and a solved task
@@ -183,7 +186,7 @@ func Default() Config {
 	c.Segment.Mode, c.Segment.K, c.Segment.Delta = "window", 5, 5
 	c.Train.Advantage, c.Train.Steps, c.Train.LR = "grpo", 30, 1e-4
 	c.Eval.N, c.Eval.Split = 1, "heldout"
-	c.RFT.N, c.RFT.Steps, c.RFT.LR, c.RFT.PerTask, c.RFT.Imitate, c.RFT.Pass = 8, 400, 1e-2, 1, "both", "all"
+	c.RFT.N, c.RFT.Steps, c.RFT.LR, c.RFT.PerTask, c.RFT.Imitate, c.RFT.Pick, c.RFT.Pass = 8, 400, 1e-2, 1, "both", "random", "all"
 	c.Audits = []string{"health", "synthesis", "overlap"}
 	c.Notebooks = []string{"notebooks/rollout-health.md", "notebooks/frontier.md", "notebooks/segments.md"}
 	return c
@@ -276,6 +279,7 @@ func (c Config) Validate() error {
 		check(c.RFT.PerTask >= 0, "rft.per_task is %d, want >= 0 (0: every success)", c.RFT.PerTask)
 		check(c.RFT.Imitate == "both" || c.RFT.Imitate == "successes" || c.RFT.Imitate == "demos",
 			"rft.imitate is %q, want both, successes or demos", c.RFT.Imitate)
+		check(c.RFT.Pick == "random" || c.RFT.Pick == "shortest", "rft.pick is %q, want random or shortest", c.RFT.Pick)
 		check(c.RFT.Pass == "all" || c.RFT.Pass == "unsolved", "rft.pass is %q, want all or unsolved", c.RFT.Pass)
 	}
 	check(c.Warmstart.Steps >= 1, "warmstart.steps is %d, want >= 1", c.Warmstart.Steps)

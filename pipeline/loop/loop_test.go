@@ -433,13 +433,26 @@ func TestRFTPlan(t *testing.T) {
 		}
 	}
 	c.RFT.Imitate = "both"
+	c.RFT.Pick = "shortest"
+	if RunID(c) == both {
+		t.Fatal("rft.pick shortest names the default run")
+	}
+	for _, s := range Plan(c) {
+		if s.Key == "it02-train" && !strings.HasSuffix(strings.Join(s.Flags, " "), " --pick shortest") {
+			t.Fatalf("pick shortest, it02-train: %v", s.Flags)
+		}
+	}
+	c.RFT.Pick = "random"
+	if RunID(c) != both {
+		t.Fatal("rft.pick random changes the default's run id")
+	}
 	flags := map[string]string{}
 	var keys []string
 	for _, s := range Plan(c) {
 		keys = append(keys, s.Key)
 		flags[s.Key] = strings.Join(s.Flags, " ")
 		if s.Command[0] == "train" && s.Iteration >= 1 && s.Iteration <= 2 &&
-			(!strings.HasPrefix(flags[s.Key], "--objective rft --steps 400 --lr 0.01 --per-task 1 --seed ") || strings.Contains(flags[s.Key], "--imitate")) {
+			(!strings.HasPrefix(flags[s.Key], "--objective rft --steps 400 --lr 0.01 --per-task 1 --seed ") || strings.Contains(flags[s.Key], "--imitate") || strings.Contains(flags[s.Key], "--pick")) {
 			t.Fatalf("%s: %s", s.Key, flags[s.Key])
 		}
 	}
@@ -510,6 +523,7 @@ func TestRFTPlan(t *testing.T) {
 		func(c *Config) { c.RFT.N = 0 },
 		func(c *Config) { c.RFT.Imitate = "all" },
 		func(c *Config) { c.RFT.Pass = "both" },
+		func(c *Config) { c.RFT.Pick = "longest" },
 	} {
 		b := c
 		bad(&b)

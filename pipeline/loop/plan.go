@@ -107,6 +107,9 @@ func Plan(c Config) []Step {
 		if c.RFT.Imitate != "both" {
 			rft = append(rft, "--imitate", c.RFT.Imitate)
 		}
+		if c.RFT.Pick != "random" {
+			rft = append(rft, "--pick", c.RFT.Pick)
+		}
 		add(fmt.Sprintf("it%02d-train", it), title("train (RFT on the verified successes)"), rate.sftStep*float64(c.RFT.Steps), it, []string{"train"}, rft...)
 		s = append(s, evalStep(it))
 	}

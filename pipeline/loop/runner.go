@@ -44,6 +44,9 @@ func RunID(c Config) string {
 	if c.RFT.Pass == "all" {
 		c.RFT.Pass = "" // likewise
 	}
+	if c.RFT.Pick == "random" {
+		c.RFT.Pick = "" // likewise
+	}
 	b, _ := json.Marshal(c)
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])[:12]

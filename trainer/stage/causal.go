@@ -2,6 +2,7 @@ package stage
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -310,30 +311,35 @@ func DefaultTokenizer() (*tokenizer.Tokenizer, string, error) {
 }
 
 // imitated picks the trajectories a supervised run trains on: the
-// demonstrations, and for rft the policy's successes, at most perTask of
-// them per task (0: all), the ones with the smallest seed-keyed hash of
-// their id, so that easy tasks (8 successes of 8) do not outweigh the hard
-// ones; rft's imitate option keeps only one of the two. newest is the
-// newest iteration of the policy's successes, imitated or not (-1 for sft):
-// the checkpoint's iteration, so a demonstrations-only round is still
-// numbered by the round it stands in for.
-func imitated(ctx context.Context, l *lake.Lake, m *lake.Manifest, rft bool, imitate string, perTask int, seed int64) (picked map[string]bool, demos, successes int, newest int32, err error) {
+// demonstrations, and for rft the policy's successes, at most p.PerTask of
+// them per task (0: all), so that easy tasks (8 successes of 8) do not
+// outweigh the hard ones: those with the smallest seed-keyed hash of their
+// id, or with --pick shortest the fewest steps first (ties by that hash);
+// rft's imitate option keeps only one of the two. newest is the newest
+// iteration of the policy's successes, imitated or not (-1 for sft): the
+// checkpoint's iteration, so a demonstrations-only round is still numbered
+// by the round it stands in for.
+func imitated(ctx context.Context, l *lake.Lake, m *lake.Manifest, rft bool, p Params) (picked map[string]bool, demos, successes int, newest int32, err error) {
+	type success struct {
+		id    string
+		steps int32
+	}
 	picked, newest = map[string]bool{}, -1
-	byTask := map[string][]string{}
+	byTask := map[string][]success{}
 	err = lake.ScanTable(ctx, l, m, schemas.Trajectories, 4096, func(rows []schemas.Trajectory) error {
 		for i := range rows {
 			t := &rows[i]
 			switch {
 			case t.Steps == 0:
 			case IsDemonstration(t):
-				if !rft || imitate != ImitateSuccesses {
+				if !rft || p.Imitate != ImitateSuccesses {
 					picked[t.TrajectoryID] = true
 					demos++
 				}
 			case rft && t.PolicySuccess(): // beside the demonstrations, the policy's own verified successes
 				newest = max(newest, t.Iteration)
-				if imitate != ImitateDemos {
-					byTask[t.TaskID] = append(byTask[t.TaskID], t.TrajectoryID)
+				if p.Imitate != ImitateDemos {
+					byTask[t.TaskID] = append(byTask[t.TaskID], success{t.TrajectoryID, t.Steps})
 				}
 			}
 		}
@@ -342,14 +348,19 @@ func imitated(ctx context.Context, l *lake.Lake, m *lake.Manifest, rft bool, imi
 	if err != nil {
 		return nil, 0, 0, -1, err
 	}
-	for _, ids := range byTask {
-		if perTask > 0 && len(ids) > perTask {
-			key := func(id string) string { return schemas.HashBytes([]byte(fmt.Sprintf("%d/%s", seed, id))) }
-			slices.SortFunc(ids, func(a, b string) int { return strings.Compare(key(a), key(b)) })
-			ids = ids[:perTask]
+	key := func(id string) string { return schemas.HashBytes([]byte(fmt.Sprintf("%d/%s", p.Seed, id))) }
+	for _, ss := range byTask {
+		if p.PerTask > 0 && len(ss) > p.PerTask {
+			slices.SortFunc(ss, func(a, b success) int {
+				if p.Pick == PickShortest && a.steps != b.steps {
+					return cmp.Compare(a.steps, b.steps)
+				}
+				return strings.Compare(key(a.id), key(b.id))
+			})
+			ss = ss[:p.PerTask]
 		}
-		for _, id := range ids {
-			picked[id] = true
+		for _, s := range ss {
+			picked[s.id] = true
 			successes++
 		}
 	}
@@ -363,7 +374,7 @@ func imitated(ctx context.Context, l *lake.Lake, m *lake.Manifest, rft bool, imi
 func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params, prev *schemas.Checkpoint) (*Output, error) {
 	rft := p.Objective == ObjectiveRFT
 	what := "train --objective " + p.Objective
-	picked, nDemos, successes, iteration, err := imitated(ctx, l, m, rft, p.Imitate, p.PerTask, p.Seed)
+	picked, nDemos, successes, iteration, err := imitated(ctx, l, m, rft, p)
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,10 @@ type Params struct {
 	// ImitateDemos, the two ablations that say where a round's gain comes
 	// from (the policy's successes, or more steps on the demonstrations).
 	Imitate string `json:"imitate,omitempty"`
+	// Pick is which of a task's verified successes rft keeps when it has
+	// more than PerTask: PickRandom ("", by the seed) or PickShortest (the
+	// fewest steps first: EvoCUA-1.5 3.3's length preference, as data).
+	Pick string `json:"pick,omitempty"`
 	// Progress, when set, is called after every optimiser step with the
 	// steps done and the total, so a long SFT shows how far it is.
 	Progress func(done, total int) `json:"-"`
@@ -140,6 +144,23 @@ func CheckImitate(v string) error {
 	return fmt.Errorf("train --imitate is %q, want both, successes or demos", v)
 }
 
+// Which verified successes --objective rft keeps (Params.Pick). Random is
+// the empty string so that a default run's params read as before the
+// option.
+const (
+	PickRandom   = ""
+	PickShortest = "shortest"
+)
+
+// CheckPick validates Params.Pick ("random" is spelled "").
+func CheckPick(v string) error {
+	switch v {
+	case PickRandom, PickShortest:
+		return nil
+	}
+	return fmt.Errorf("train --pick is %q, want random or shortest", v)
+}
+
 // RFT's defaults are the warm start's steps and peak rate (measured as
 // such in examples/experiments/rft.yaml; no other setting was tried).
 const (
@@ -224,6 +245,9 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params) (*Output
 			return nil, fmt.Errorf("train --per-task is %d, want >= 0", p.PerTask)
 		}
 		if err := CheckImitate(p.Imitate); err != nil {
+			return nil, err
+		}
+		if err := CheckPick(p.Pick); err != nil {
 			return nil, err
 		}
 		return runCausalSFT(ctx, l, m, p, prev)

@@ -3,7 +3,9 @@ package stage
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -128,5 +130,55 @@ func TestSelectTrainSetReplayErrors(t *testing.T) {
 	l, m = trainLake(t, trajs, cks, []schemas.ReplayItem{missing})
 	if _, err := SelectTrainSet(context.Background(), l, m, 2, 3, 3); err == nil || !strings.Contains(err.Error(), "zz/it1") {
 		t.Fatalf("missing group: %v", err)
+	}
+}
+
+// rft keeps at most --per-task successes a task: by default those of
+// smallest seed-keyed hash, with --pick shortest the fewest steps first
+// (ties by that hash). Demonstrations, failures and another task's single
+// success are kept or dropped the same way under both.
+func TestImitatedPicks(t *testing.T) {
+	var trajs []schemas.Trajectory
+	for i, steps := range []int32{7, 3, 9, 3, 5, 12} { // task a: six successes, two of 3 steps
+		trajs = append(trajs, schemas.Trajectory{TrajectoryID: fmt.Sprintf("a/%d", i), TaskID: "a", GroupID: "a/it1", Policy: "checkpoint",
+			Iteration: 1, Reward: 1, Outcome: schemas.OutcomeSuccess, Source: "rollout", Steps: steps})
+	}
+	trajs = append(trajs,
+		schemas.Trajectory{TrajectoryID: "a/fail", TaskID: "a", GroupID: "a/it1", Policy: "checkpoint", Iteration: 1, Outcome: schemas.OutcomeFailure, Source: "rollout", Steps: 1},
+		schemas.Trajectory{TrajectoryID: "b/0", TaskID: "b", GroupID: "b/it2", Policy: "checkpoint", Iteration: 2, Reward: 1, Outcome: schemas.OutcomeSuccess, Source: "rollout", Steps: 20},
+		schemas.Trajectory{TrajectoryID: "demo", TaskID: "c", GroupID: "c/demo", Policy: "oracle", Outcome: schemas.OutcomeSuccess, Source: "warmstart", Steps: 4})
+	l, m := trainLake(t, trajs, nil, nil)
+	ctx := context.Background()
+	key := func(seed int64, id string) string { return schemas.HashBytes([]byte(fmt.Sprintf("%d/%s", seed, id))) }
+	for _, tc := range []struct {
+		pick    string
+		perTask int
+		seed    int64
+		want    func() []string
+	}{
+		{PickShortest, 1, 1, func() []string { // of the two 3-step ones, the smaller hash
+			if key(1, "a/1") < key(1, "a/3") {
+				return []string{"a/1"}
+			}
+			return []string{"a/3"}
+		}},
+		{PickShortest, 3, 1, func() []string { return []string{"a/1", "a/3", "a/4"} }},
+		{PickRandom, 2, 5, func() []string {
+			ids := []string{"a/0", "a/1", "a/2", "a/3", "a/4", "a/5"}
+			slices.SortFunc(ids, func(x, y string) int { return strings.Compare(key(5, x), key(5, y)) })
+			return ids[:2]
+		}},
+		{PickShortest, 0, 1, func() []string { return []string{"a/0", "a/1", "a/2", "a/3", "a/4", "a/5"} }},
+	} {
+		picked, demos, successes, newest, err := imitated(ctx, l, m, true, Params{Pick: tc.pick, PerTask: tc.perTask, Seed: tc.seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := append(tc.want(), "b/0", "demo")
+		if got := slices.Sorted(maps.Keys(picked)); !slices.Equal(got, slices.Sorted(slices.Values(want))) ||
+			demos != 1 || successes != len(want)-1 || newest != 2 {
+			t.Fatalf("pick %q, per task %d, seed %d: picked %v (demos %d, successes %d, newest %d), want %v",
+				tc.pick, tc.perTask, tc.seed, got, demos, successes, newest, want)
+		}
 	}
 }

@@ -261,7 +261,7 @@ func checkRFT(t *testing.T, l *lake.Lake) {
 	if all.Items != demoItems+successItems {
 		t.Fatalf("rft trained on %d items, want the demonstrations' %d and the successes' %d", all.Items, demoItems, successItems)
 	}
-	var capped trainJSON
+	var capped imitateJSON
 	runJSON(t, &capped, "train", "--objective", "rft", "--steps", "2", "--batch", "4", "--seed", "3", "--per-task", "1")
 	if capped.Items <= demoItems || capped.Items >= all.Items {
 		t.Fatalf("rft --per-task 1 trained on %d items; want more than the demonstrations' %d and fewer than all successes' %d",
@@ -319,6 +319,31 @@ func checkRFT(t *testing.T, l *lake.Lake) {
 		{"train", "--objective", "sft", "--imitate", "demos"},
 	} {
 		if out, err := run(t, bad...); err == nil || !strings.Contains(out+err.Error(), "--imitate") {
+			t.Fatalf("%v: %v\n%s", bad, err, out)
+		}
+	}
+	// --pick shortest keeps one success a task as --per-task 1 does, and
+	// says so in the checkpoint's params (trainer/stage's TestImitatedPicks
+	// checks which one).
+	var shortest imitateJSON
+	runJSON(t, &shortest, "train", "--objective", "rft", "--steps", "2", "--batch", "4", "--seed", "3", "--per-task", "1", "--pick", "shortest")
+	if shortest.Successes != capped.Successes || shortest.Successes == 0 {
+		t.Fatalf("--pick shortest imitated %d successes, want --per-task 1's %d", shortest.Successes, capped.Successes)
+	}
+	if m, err = l.At(ctx, "main"); err != nil {
+		t.Fatal(err)
+	}
+	if cks, err = lake.ReadTable(ctx, l, m, schemas.Checkpoints); err != nil {
+		t.Fatal(err)
+	}
+	if ck := cks[len(cks)-1]; !strings.Contains(ck.Params, `"pick":"shortest"`) {
+		t.Fatalf("--pick shortest checkpoint params %s", ck.Params)
+	}
+	for _, bad := range [][]string{
+		{"train", "--objective", "rft", "--pick", "longest"},
+		{"train", "--objective", "sft", "--pick", "shortest"},
+	} {
+		if out, err := run(t, bad...); err == nil || !strings.Contains(out+err.Error(), "--pick") {
 			t.Fatalf("%v: %v\n%s", bad, err, out)
 		}
 	}

@@ -27,7 +27,8 @@ steps, batches of whole groups up to 32 items, 1e-4).
 
 --objective rft (rejection-sampling fine-tuning, expert iteration) continues the newest checkpoint with SFT's loss
 and schedule on the demonstrations and on the policy's own training rollouts the verifier scored successful (initial
-pass, RL batches, recalibrations; --per-task N keeps at most N per task, picked by --seed), 400 x 8 peaking at 1e-2
+pass, RL batches, recalibrations; --per-task N keeps at most N per task, picked by --seed, or with --pick shortest
+the ones of fewest steps), 400 x 8 peaking at 1e-2
 by default. GRPO's updates stay on the tasks it rolls out; imitating every verified success spreads them.
 --imitate successes (the successes alone) and --imitate demos (the demonstrations alone: the same steps as a round,
 none of the policy's data) are the two controls that say where a round's gain comes from.
@@ -41,6 +42,7 @@ Example:
    cualake train --objective grpo --advantage stepo --steps 20 --json
    cualake train --objective grpo --max-stale 3 --mini-groups 4
    cualake train --objective rft --per-task 2 --json
+   cualake train --objective rft --pick shortest --json
    cualake train --objective rft --imitate demos --json
 
 GRPO trains on whole rollout groups: the fresh groups of the iterations rolled out since the last GRPO checkpoint,
@@ -51,6 +53,7 @@ train_groups gets one row per group considered (channel, policy lag, kept).`,
 			&cli.StringFlag{Name: "in", Usage: "input snapshot (default main)"},
 			&cli.StringFlag{Name: "objective", Value: "sft", Usage: "sft, rft or grpo"},
 			&cli.IntFlag{Name: "per-task", Usage: "rft: imitate at most N of a task's successful rollouts (0: all)"},
+			&cli.StringFlag{Name: "pick", Value: "random", Usage: "rft: which of a task's successes --per-task keeps: random (by --seed) or shortest (fewest steps first; EvoCUA-1.5 3.3's length preference)"},
 			&cli.StringFlag{Name: "imitate", Value: "both", Usage: "rft: both, successes (the policy's alone) or demos (the demonstrations alone: a control)"},
 			&cli.StringFlag{Name: "policy", Value: defaultPolicy, Usage: "sft: the model to create: causal, the only one (encdec was removed after 7878f89)"},
 			&cli.StringFlag{Name: "advantage", Value: "grpo", Usage: "grpo, stepo or naive"},

@@ -102,6 +102,15 @@ func runTrain(c *cli.Context) error {
 	if p.Imitate != stage.ImitateBoth && p.Objective != stage.ObjectiveRFT {
 		return usageErr("--imitate %s applies to --objective rft only", p.Imitate)
 	}
+	if p.Pick = c.String("pick"); p.Pick == "random" {
+		p.Pick = stage.PickRandom
+	}
+	if err := stage.CheckPick(p.Pick); err != nil {
+		return usageErr("%v", err)
+	}
+	if p.Pick != stage.PickRandom && p.Objective != stage.ObjectiveRFT {
+		return usageErr("--pick %s applies to --objective rft only", p.Pick)
+	}
 	p.Groups = c.Int("mini-groups")
 	if p.Groups < 0 {
 		return usageErr("--mini-groups is %d, want >= 0", p.Groups)
