@@ -168,9 +168,6 @@ type RFTConfig struct {
 	// round imitates at most PerTask successes per task, and a solved task
 	// keeps the ones it has).
 	Pass string `yaml:"pass" json:"pass,omitempty"`
-	// Temperature samples the passes before rounds 2.. (rollout
-	// --temperature); round 1 imitates the initial pass, sampled at 0.8.
-	Temperature float64 `yaml:"temperature" json:"temperature,omitempty"`
 }
 
 // Default returns the demo configuration.
@@ -190,7 +187,6 @@ func Default() Config {
 	c.Train.Advantage, c.Train.Steps, c.Train.LR = "grpo", 30, 1e-4
 	c.Eval.N, c.Eval.Split = 1, "heldout"
 	c.RFT.N, c.RFT.Steps, c.RFT.LR, c.RFT.PerTask, c.RFT.Imitate, c.RFT.Pick, c.RFT.Pass = 8, 400, 1e-2, 1, "both", "random", "all"
-	c.RFT.Temperature = 0.8
 	c.Audits = []string{"health", "synthesis", "overlap"}
 	c.Notebooks = []string{"notebooks/rollout-health.md", "notebooks/frontier.md", "notebooks/segments.md"}
 	return c
@@ -283,7 +279,6 @@ func (c Config) Validate() error {
 		check(c.RFT.PerTask >= 0, "rft.per_task is %d, want >= 0 (0: every success)", c.RFT.PerTask)
 		check(c.RFT.Imitate == "both" || c.RFT.Imitate == "successes" || c.RFT.Imitate == "demos",
 			"rft.imitate is %q, want both, successes or demos", c.RFT.Imitate)
-		check(positive(c.RFT.Temperature), "rft.temperature is %v, want a finite number > 0", c.RFT.Temperature)
 		check(c.RFT.Pick == "random" || c.RFT.Pick == "shortest", "rft.pick is %q, want random or shortest", c.RFT.Pick)
 		check(c.RFT.Pass == "all" || c.RFT.Pass == "unsolved", "rft.pass is %q, want all or unsolved", c.RFT.Pass)
 	}

@@ -446,19 +446,6 @@ func TestRFTPlan(t *testing.T) {
 	if RunID(c) != both {
 		t.Fatal("rft.pick random changes the default's run id")
 	}
-	c.RFT.Temperature = 1.2
-	if RunID(c) == both {
-		t.Fatal("rft.temperature 1.2 names the default run")
-	}
-	for _, s := range Plan(c) {
-		if f := strings.Join(s.Flags, " "); (s.Key == "it02-rollout") != strings.Contains(f, "--temperature 1.2") {
-			t.Fatalf("rft.temperature 1.2, %s: %s", s.Key, f)
-		}
-	}
-	c.RFT.Temperature = 0.8
-	if RunID(c) != both {
-		t.Fatal("rft.temperature 0.8 changes the default's run id")
-	}
 	flags := map[string]string{}
 	var keys []string
 	for _, s := range Plan(c) {
@@ -537,7 +524,6 @@ func TestRFTPlan(t *testing.T) {
 		func(c *Config) { c.RFT.Imitate = "all" },
 		func(c *Config) { c.RFT.Pass = "both" },
 		func(c *Config) { c.RFT.Pick = "longest" },
-		func(c *Config) { c.RFT.Temperature = 0 },
 	} {
 		b := c
 		bad(&b)

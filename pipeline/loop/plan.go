@@ -100,9 +100,6 @@ func Plan(c Config) []Step {
 			if c.RFT.Pass == "unsolved" {
 				pass, weight, what = append(pass, "--unsolved"), weight*unsolvedShare, "RFT pass over the unsolved training tasks"
 			}
-			if c.RFT.Temperature != 0.8 {
-				pass = append(pass, "--temperature", ftoa(c.RFT.Temperature))
-			}
 			add(fmt.Sprintf("it%02d-rollout", it), title(what), weight, it, []string{"rollout"}, append(pass, view...)...)
 		}
 		add(fmt.Sprintf("it%02d-segment", it), title("segment ("+c.Segment.Mode+")"), 2, it, []string{"segment"}, segFlags()...)

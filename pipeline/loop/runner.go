@@ -44,9 +44,6 @@ func RunID(c Config) string {
 	if c.RFT.Pass == "all" {
 		c.RFT.Pass = "" // likewise
 	}
-	if c.RFT.Temperature == 0.8 {
-		c.RFT.Temperature = 0 // likewise
-	}
 	if c.RFT.Pick == "random" {
 		c.RFT.Pick = "" // likewise
 	}

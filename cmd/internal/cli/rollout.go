@@ -62,7 +62,6 @@ cannot see this (it sees only its tasks): lake merge checks all shards' episodes
 			&cli.IntFlag{Name: "iteration", Value: -1, Usage: "record episodes under this iteration (default: the batch's, or the next)"},
 			&cli.StringFlag{Name: "endpoint", EnvVars: []string{"OPENAI_BASE_URL"}, Usage: "openai policy: base URL of an OpenAI-compatible server"},
 			&cli.StringFlag{Name: "model", Usage: "openai policy: model name"},
-			&cli.Float64Flag{Name: "temperature", Value: 0.8, Usage: "checkpoint policy: the sampling temperature (GRPO trains at 0.8, so a group sampled otherwise is for RFT's passes)"},
 			&cli.BoolFlag{Name: "greedy", Usage: "checkpoint policy: decode greedily instead of sampling at temperature 0.8"},
 			&cli.IntFlag{Name: "redraws", Value: loop.DefaultRedraws, Usage: "checkpoint policy: draw up to N more responses in a turn whose response is no action on the screen (greedy: the most probable one-token deviation, continued greedily; 0: execute it as written)"},
 			&cli.StringFlag{Name: "context", Value: string(segment.ModeWindow), Usage: "causal checkpoint: the context it reads, as segment builds it: window, step or trajectory"},

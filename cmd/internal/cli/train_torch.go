@@ -9,7 +9,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -67,11 +66,7 @@ func init() {
 		}
 		prm := segment.DefaultParams()
 		prm.Mode, prm.K, prm.Delta, prm.Window = segment.Mode(c.String("context")), c.Int("k"), c.Int("delta"), c.Int("window")
-		temp := c.Float64("temperature")
-		if !(temp > 0) || math.IsInf(temp, 0) {
-			return nil, usageErr("--temperature is %v, want a finite number > 0", temp)
-		}
-		return agent.NewCausal(model, ck.Version, tok, name, prm, temp, c.Bool("greedy"), c.Int("redraws"))
+		return agent.NewCausal(model, ck.Version, tok, name, prm, trainer.DefaultTemperature, c.Bool("greedy"), c.Int("redraws"))
 	}
 }
 
