@@ -66,6 +66,11 @@ type Config struct {
 		// RunID hashes 1 as left out, so configs from before it keep
 		// their run id.
 		Coverage float64 `yaml:"coverage" json:"coverage,omitempty"`
+		// Dim and Layers size the policy the warm start creates (train
+		// --dim, --layers; 0: the defaults, 64 and 2, left out of the
+		// run id as before the fields).
+		Dim    int `yaml:"dim" json:"dim,omitempty"`
+		Layers int `yaml:"layers" json:"layers,omitempty"`
 	} `yaml:"warmstart" json:"warmstart"`
 
 	InitialPass struct {
@@ -282,6 +287,8 @@ func (c Config) Validate() error {
 		check(c.RFT.Pick == "random" || c.RFT.Pick == "shortest", "rft.pick is %q, want random or shortest", c.RFT.Pick)
 		check(c.RFT.Pass == "all" || c.RFT.Pass == "unsolved", "rft.pass is %q, want all or unsolved", c.RFT.Pass)
 	}
+	check(c.Warmstart.Dim >= 0 && c.Warmstart.Dim%4 == 0, "warmstart.dim is %d, want a multiple of 4 (0: the default, 64)", c.Warmstart.Dim)
+	check(c.Warmstart.Layers >= 0 && c.Warmstart.Layers <= 32, "warmstart.layers is %d, want 0..32 (0: the default, 2)", c.Warmstart.Layers)
 	check(c.Warmstart.Steps >= 1, "warmstart.steps is %d, want >= 1", c.Warmstart.Steps)
 	check(positive(c.Warmstart.LR), "warmstart.lr is %v, want a finite number > 0", c.Warmstart.LR)
 	check(c.Warmstart.MaxTurns >= 1, "warmstart.max_turns is %d, want >= 1", c.Warmstart.MaxTurns)

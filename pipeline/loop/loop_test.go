@@ -532,3 +532,40 @@ func TestRFTPlan(t *testing.T) {
 		}
 	}
 }
+
+// warmstart.dim and warmstart.layers reach the warm start's train flags
+// only when set, so a config without them keeps its run id; a width that
+// is no multiple of the 4 heads is refused before anything runs.
+func TestWarmstartModelSize(t *testing.T) {
+	c := Default()
+	base := RunID(c)
+	sft := func(c Config) string {
+		for _, s := range Plan(c) {
+			if s.Key == "warm-sft" {
+				return strings.Join(s.Flags, " ")
+			}
+		}
+		t.Fatal("no warm-sft step")
+		return ""
+	}
+	if f := sft(c); strings.Contains(f, "--dim") || strings.Contains(f, "--layers") {
+		t.Fatalf("default warm start: %s", f)
+	}
+	c.Warmstart.Dim, c.Warmstart.Layers = 128, 3
+	if RunID(c) == base || !strings.Contains(sft(c), "--dim 128 --layers 3") {
+		t.Fatalf("warmstart.dim 128, layers 3: run id %s (default %s), flags %s", RunID(c), base, sft(c))
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []func(c *Config){
+		func(c *Config) { c.Warmstart.Dim = 66 },
+		func(c *Config) { c.Warmstart.Layers = 33 },
+	} {
+		b := c
+		bad(&b)
+		if err := b.Validate(); err == nil || !strings.Contains(err.Error(), "warmstart.") {
+			t.Fatalf("%+v: %v", b.Warmstart, err)
+		}
+	}
+}

@@ -78,6 +78,12 @@ func Plan(c Config) []Step {
 	if c.Warmstart.Batch > 0 {
 		sftFlags = append(sftFlags, "--batch", itoa(c.Warmstart.Batch))
 	}
+	if c.Warmstart.Dim > 0 {
+		sftFlags = append(sftFlags, "--dim", itoa(c.Warmstart.Dim))
+	}
+	if c.Warmstart.Layers > 0 {
+		sftFlags = append(sftFlags, "--layers", itoa(c.Warmstart.Layers))
+	}
 	sftFlags = append(sftFlags, "--policy", c.Policy)
 	add("warm-segment", "warm start: segment the demonstrations ("+c.Segment.Mode+")", 2, -1, []string{"segment"}, segFlags()...)
 	add("warm-sft", "warm start: supervised fine-tuning", rate.sftStep*float64(c.Warmstart.Steps), -1, []string{"train"}, sftFlags...)

@@ -490,6 +490,15 @@ func freshCausal(rows []schemas.Segment, cfg causal.Config, p Params) (*causal.M
 		return nil, cfg, err
 	}
 	cfg.VocabSize = ids.Size()
+	if p.Dim > 0 {
+		cfg.Dim, cfg.FFNDim = p.Dim, 4*p.Dim
+	}
+	if p.Layers > 0 {
+		cfg.Layers = p.Layers
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, cfg, fmt.Errorf("train --dim %d --layers %d: %w", p.Dim, p.Layers, err)
+	}
 	dev, err := trainer.Device(p.Device)
 	if err != nil {
 		return nil, cfg, err

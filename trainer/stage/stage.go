@@ -52,6 +52,11 @@ type Params struct {
 	// more than PerTask: PickRandom ("", by the seed) or PickShortest (the
 	// fewest steps first: EvoCUA-1.5 3.3's length preference, as data).
 	Pick string `json:"pick,omitempty"`
+	// Dim and Layers size the model a fresh sft creates (0: the default,
+	// causal.DefaultConfig's 64 and 2); the feed-forward width is 4 x Dim.
+	// A continued model keeps its checkpoint's.
+	Dim    int `json:"dim,omitempty"`
+	Layers int `json:"layers,omitempty"`
 	// Progress, when set, is called after every optimiser step with the
 	// steps done and the total, so a long SFT shows how far it is.
 	Progress func(done, total int) `json:"-"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -413,5 +414,39 @@ func TestSFTOnOracleRolloutsOfAnySource(t *testing.T) {
 	runJSON(t, &res, "train", "--objective", "sft", "--steps", "2")
 	if res.Items == 0 || res.Policy != stage.PolicyCausal {
 		t.Fatalf("sft on the oracle's segments: %+v", res)
+	}
+	// --dim and --layers size the fresh model; the checkpoint keeps them
+	// and a continued model cannot change them.
+	runJSON(t, &res, "train", "--objective", "sft", "--steps", "1", "--dim", "32", "--layers", "3")
+	ctx := context.Background()
+	l, err := lake.OpenDir(ctx, os.Getenv("CUALAKE_LAKE"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := l.At(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := stage.LatestCheckpoint(ctx, l, m, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := stage.LoadCausal(ctx, l, m, ck, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := model.Config()
+	model.Close()
+	if cfg.Dim != 32 || cfg.FFNDim != 128 || cfg.Layers != 3 || !strings.Contains(ck.Params, `"dim":32,"layers":3`) {
+		t.Fatalf("sft --dim 32 --layers 3: config %+v, params %s", cfg, ck.Params)
+	}
+	for _, bad := range [][]string{
+		{"train", "--objective", "sft", "--dim", "30"},
+		{"train", "--objective", "sft", "--layers", "33"},
+		{"train", "--objective", "rft", "--dim", "32"},
+	} {
+		if out, err := run(t, bad...); err == nil || !strings.Contains(out+err.Error(), "--dim") {
+			t.Fatalf("%v: %v\n%s", bad, err, out)
+		}
 	}
 }

@@ -102,6 +102,13 @@ func runTrain(c *cli.Context) error {
 	if p.Imitate != stage.ImitateBoth && p.Objective != stage.ObjectiveRFT {
 		return usageErr("--imitate %s applies to --objective rft only", p.Imitate)
 	}
+	p.Dim, p.Layers = c.Int("dim"), c.Int("layers")
+	if p.Dim < 0 || p.Dim%4 != 0 || p.Layers < 0 || p.Layers > 32 {
+		return usageErr("--dim %d --layers %d: want a width that is a multiple of 4 and 1..32 layers (0: the defaults, 64 and 2)", p.Dim, p.Layers)
+	}
+	if (p.Dim > 0 || p.Layers > 0) && p.Objective != "sft" {
+		return usageErr("--dim and --layers size the model --objective sft creates; %s continues its checkpoint's", p.Objective)
+	}
 	if p.Pick = c.String("pick"); p.Pick == "random" {
 		p.Pick = stage.PickRandom
 	}
