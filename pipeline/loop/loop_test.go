@@ -423,28 +423,28 @@ func TestRFTPlan(t *testing.T) {
 	// The controls pass --imitate; the default passes nothing, so the
 	// run id of a config that writes `imitate: both` is the default's.
 	both := RunID(c)
-	c.RFT.Imitate = "demos"
-	if RunID(c) == both {
-		t.Fatal("rft.imitate demos names the default run")
-	}
-	for _, s := range Plan(c) {
-		if s.Key == "it02-train" && !strings.HasSuffix(strings.Join(s.Flags, " "), " --imitate demos") {
-			t.Fatalf("imitate demos, it02-train: %v", s.Flags)
+	// A non-default option names another run and reaches round 2's train
+	// flags; set back to its default, the run id is the default's again.
+	for _, o := range []struct {
+		field         *string
+		value, flag   string
+		defaultString string
+	}{
+		{&c.RFT.Imitate, "demos", "--imitate demos", "both"},
+		{&c.RFT.Pick, "shortest", "--pick shortest", "random"},
+	} {
+		*o.field = o.value
+		if RunID(c) == both {
+			t.Fatalf("%s names the default run", o.flag)
 		}
-	}
-	c.RFT.Imitate = "both"
-	c.RFT.Pick = "shortest"
-	if RunID(c) == both {
-		t.Fatal("rft.pick shortest names the default run")
-	}
-	for _, s := range Plan(c) {
-		if s.Key == "it02-train" && !strings.HasSuffix(strings.Join(s.Flags, " "), " --pick shortest") {
-			t.Fatalf("pick shortest, it02-train: %v", s.Flags)
+		for _, s := range Plan(c) {
+			if s.Key == "it02-train" && !strings.HasSuffix(strings.Join(s.Flags, " "), " "+o.flag) {
+				t.Fatalf("%s, it02-train: %v", o.flag, s.Flags)
+			}
 		}
-	}
-	c.RFT.Pick = "random"
-	if RunID(c) != both {
-		t.Fatal("rft.pick random changes the default's run id")
+		if *o.field = o.defaultString; RunID(c) != both {
+			t.Fatalf("%s spelled out changes the default's run id", o.defaultString)
+		}
 	}
 	flags := map[string]string{}
 	var keys []string

@@ -131,19 +131,7 @@ func TestCausalPolicyOnSegments(t *testing.T) {
 	}
 	runJSON(t, &seg, "segment", "--view", "pointer", "--image-tokens", "8", "--mode", "window", "--k", "1", "--delta", "1")
 
-	m, err := l.At(ctx, "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ck, err := stage.LatestCheckpoint(ctx, l, m, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := stage.LoadCausal(ctx, l, m, ck, "cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer model.Close()
+	m, _, model := latestModel(t, l)
 	rows, err := lake.ReadTable(ctx, l, m, schemas.Segments)
 	if err != nil {
 		t.Fatal(err)
@@ -350,6 +338,27 @@ func checkRFT(t *testing.T, l *lake.Lake) {
 	}
 }
 
+// latestModel loads the newest checkpoint on l's main, closed when the
+// test ends.
+func latestModel(t *testing.T, l *lake.Lake) (*lake.Manifest, *schemas.Checkpoint, *causalpkg.Model) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := l.At(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := stage.LatestCheckpoint(ctx, l, m, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := stage.LoadCausal(ctx, l, m, ck, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(model.Close)
+	return m, ck, model
+}
+
 // imitateJSON is what train --json says a supervised run imitated.
 type imitateJSON struct {
 	Items          int `json:"items"`
@@ -418,27 +427,13 @@ func TestSFTOnOracleRolloutsOfAnySource(t *testing.T) {
 	// --dim and --layers size the fresh model; the checkpoint keeps them
 	// and a continued model cannot change them.
 	runJSON(t, &res, "train", "--objective", "sft", "--steps", "1", "--dim", "32", "--layers", "3")
-	ctx := context.Background()
-	l, err := lake.OpenDir(ctx, os.Getenv("CUALAKE_LAKE"), false)
+	l, err := lake.OpenDir(context.Background(), os.Getenv("CUALAKE_LAKE"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := l.At(ctx, "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ck, err := stage.LatestCheckpoint(ctx, l, m, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := stage.LoadCausal(ctx, l, m, ck, "cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := model.Config()
-	model.Close()
-	if cfg.Dim != 32 || cfg.FFNDim != 128 || cfg.Layers != 3 || !strings.Contains(ck.Params, `"dim":32,"layers":3`) {
-		t.Fatalf("sft --dim 32 --layers 3: config %+v, params %s", cfg, ck.Params)
+	_, ck, model := latestModel(t, l)
+	if cfg := model.Config(); cfg.Dim != 32 || cfg.FFNDim != 128 || cfg.Layers != 3 || !strings.Contains(ck.Params, `"dim":32,"layers":3`) {
+		t.Fatalf("sft --dim 32 --layers 3: config %+v, params %s", model.Config(), ck.Params)
 	}
 	for _, bad := range [][]string{
 		{"train", "--objective", "sft", "--dim", "30"},
