@@ -370,15 +370,7 @@ func TestCoverageKeepsRunIDs(t *testing.T) {
 	if got := RunID(c); got != "abc4470c632c" {
 		t.Fatalf("seed 2 run id %s, want 0.1.6's abc4470c632c", got)
 	}
-	demoFlags := func(c Config) string {
-		for _, s := range Plan(c) {
-			if s.Key == "warm-demos" {
-				return strings.Join(s.Flags, " ")
-			}
-		}
-		t.Fatal("no warm-demos step")
-		return ""
-	}
+	demoFlags := func(c Config) string { return stepFlags(t, c, "warm-demos") }
 	if f := demoFlags(c); strings.Contains(f, "--coverage") {
 		t.Fatalf("coverage 1 passes a flag: %s", f)
 	}
@@ -533,21 +525,25 @@ func TestRFTPlan(t *testing.T) {
 	}
 }
 
+// stepFlags is the flags of c's plan step key, joined by spaces.
+func stepFlags(t *testing.T, c Config, key string) string {
+	t.Helper()
+	for _, s := range Plan(c) {
+		if s.Key == key {
+			return strings.Join(s.Flags, " ")
+		}
+	}
+	t.Fatalf("no %s step", key)
+	return ""
+}
+
 // warmstart.dim and warmstart.layers reach the warm start's train flags
 // only when set, so a config without them keeps its run id; a width that
 // is no multiple of the 4 heads is refused before anything runs.
 func TestWarmstartModelSize(t *testing.T) {
 	c := Default()
 	base := RunID(c)
-	sft := func(c Config) string {
-		for _, s := range Plan(c) {
-			if s.Key == "warm-sft" {
-				return strings.Join(s.Flags, " ")
-			}
-		}
-		t.Fatal("no warm-sft step")
-		return ""
-	}
+	sft := func(c Config) string { return stepFlags(t, c, "warm-sft") }
 	if f := sft(c); strings.Contains(f, "--dim") || strings.Contains(f, "--layers") {
 		t.Fatalf("default warm start: %s", f)
 	}
