@@ -73,7 +73,10 @@ func (b *Bar) draw(now time.Time) {
 	b.drawn = b.done
 	el := now.Sub(b.start)
 	eta := ""
-	if b.total > 0 && b.done > 0 && b.done < b.total {
+	// No estimate before 1% is done: the first units carry the start-up
+	// (opening the lake, loading a model), and one unit of thousands
+	// extrapolates to hours.
+	if b.total > 0 && b.done > 0 && b.done < b.total && b.done*100 >= b.total {
 		left := time.Duration(float64(el) * float64(b.total-b.done) / float64(b.done))
 		eta = fmt.Sprintf(", %s left", left.Round(time.Second))
 	}
