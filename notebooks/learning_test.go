@@ -3,6 +3,7 @@ package notebooks_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -58,9 +59,78 @@ func TestLearningReportLeadsWithResults(t *testing.T) {
 	if !(summary > 0 && summary < curve && curve < lineage) {
 		t.Errorf("summary at %d, first chart at %d, lineage at %d", summary, curve, lineage)
 	}
-	for _, title := range []string{"Warm-start (SFT) loss per optimiser step", "GRPO loss per optimiser step"} {
+	for _, title := range []string{"Warm-start (SFT) loss per optimiser step", "GRPO loss per optimiser step", "RFT loss per optimiser step"} {
 		if !strings.Contains(page, title) {
 			t.Errorf("no %q panel", title)
 		}
+	}
+}
+
+// The reach chart counts, after each pass, the training tasks with a
+// verified success so far and those solved first in that pass; checked
+// against the fixture's rows counted here.
+func TestLearningReachCountsSolvedTasks(t *testing.T) {
+	l, m := notebooktest.Lake(t)
+	ctx := context.Background()
+	e, err := query.Open(ctx, l, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	src, err := notebooks.Source("learning")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := notebook.Run(ctx, e, notebook.Parse("learning.md", src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reach *notebook.Output
+	for i, o := range rep.Cells {
+		if o.Cell.Title == "Training tasks with a verified success, by pass" {
+			reach = &rep.Cells[i]
+		}
+	}
+	if reach == nil || reach.Result == nil || reach.Figure == nil {
+		t.Fatal("no reach chart")
+	}
+	first := map[string]int32{}    // task -> first iteration with a success
+	passes := map[int32]struct{}{} // iterations with rollouts
+	for _, tr := range notebooktest.FixtureRows().Trajectories {
+		if tr.Source != "rollout" {
+			continue
+		}
+		passes[tr.Iteration] = struct{}{}
+		if it, ok := first[tr.TaskID]; tr.Outcome == "success" && (!ok || tr.Iteration < it) {
+			first[tr.TaskID] = tr.Iteration
+		}
+	}
+	want := map[string]int64{}
+	for it := range passes {
+		for _, f := range first {
+			if f <= it {
+				want[fmt.Sprintf("%d/solved so far", it)]++
+			}
+			if f == it {
+				want[fmt.Sprintf("%d/new in this pass", it)]++
+			}
+		}
+	}
+	if len(reach.Result.Rows) != 2*len(passes) {
+		t.Fatalf("%d rows, want 2 per pass (%d passes)", len(reach.Result.Rows), len(passes))
+	}
+	grew := false
+	for _, r := range reach.Result.Rows {
+		key := fmt.Sprintf("%v/%v", r[0], r[1])
+		got, _ := r[2].(int64)
+		if got != want[key] {
+			t.Errorf("%s: %d tasks, want %d", key, got, want[key])
+		}
+		if r[1] == "new in this pass" && got > 0 && fmt.Sprint(r[0]) != "0" {
+			grew = true
+		}
+	}
+	if !grew {
+		t.Error("the fixture solves no task first after the initial pass: the test would not see a wrong cumulative count")
 	}
 }

@@ -220,6 +220,11 @@ func FixtureRows() Rows {
 				Tokens: 1000, Items: 8, OldLogprobFrom: "rollout"})
 		}
 	}
+	// Version 3 is an RFT round (the warm start's loss on verified successes).
+	for s := int32(0); s < 5; s++ {
+		out.TrainMetrics = append(out.TrainMetrics, schemas.TrainMetric{Version: 3, Step: s, Objective: "rft",
+			Loss: 1.5 / float64(s+1), GradNorm: 1.0, Tokens: 700, Items: 16})
+	}
 	// The GRPO runs' groups: fresh ones at lag 0 and 1 (as the async loop
 	// gives), a replay at lag 2, one dropped as stale.
 	for v := int32(1); v <= 2; v++ {
