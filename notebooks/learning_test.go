@@ -8,14 +8,16 @@ import (
 	"testing"
 
 	"github.com/cualake/cualake/notebooks"
+	"github.com/cualake/cualake/pipeline/lake"
 	"github.com/cualake/cualake/query"
 	"github.com/cualake/cualake/query/notebook"
 	"github.com/cualake/cualake/query/notebook/notebooktest"
 )
 
-// The loop's report (the learning notebook) opens with a summary and the
-// learning curves; losses get one panel per objective; lineage comes last.
-func TestLearningReportLeadsWithResults(t *testing.T) {
+// runLearning runs the learning notebook on the fixture lake and fails the
+// test if any cell failed.
+func runLearning(t *testing.T) (*notebook.Report, *lake.Manifest) {
+	t.Helper()
 	l, m := notebooktest.Lake(t)
 	ctx := context.Background()
 	e, err := query.Open(ctx, l, m)
@@ -34,6 +36,13 @@ func TestLearningReportLeadsWithResults(t *testing.T) {
 	if err := rep.Err(); err != nil {
 		t.Fatal(err)
 	}
+	return rep, m
+}
+
+// The loop's report (the learning notebook) opens with a summary and the
+// learning curves; losses get one panel per objective; lineage comes last.
+func TestLearningReportLeadsWithResults(t *testing.T) {
+	rep, m := runLearning(t)
 	var sqlCells []notebook.Output
 	for _, o := range rep.Cells {
 		if o.Cell.Kind == notebook.SQL {
@@ -70,21 +79,7 @@ func TestLearningReportLeadsWithResults(t *testing.T) {
 // verified success so far and those solved first in that pass; checked
 // against the fixture's rows counted here.
 func TestLearningReachCountsSolvedTasks(t *testing.T) {
-	l, m := notebooktest.Lake(t)
-	ctx := context.Background()
-	e, err := query.Open(ctx, l, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	src, err := notebooks.Source("learning")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := notebook.Run(ctx, e, notebook.Parse("learning.md", src))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, _ := runLearning(t)
 	var reach *notebook.Output
 	for i, o := range rep.Cells {
 		if o.Cell.Title == "Training tasks with a verified success, by pass" {
