@@ -152,9 +152,9 @@ func runLoop(c *cli.Context) error {
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, sum)
 	}
-	fmt.Fprintf(c.App.Writer, "\nheld-out success: %.1f%% after warm start, %.1f%% after %d iterations\ntraining success by iteration: %v\nreport: %s (%.0fs)\n",
+	fmt.Fprintf(c.App.Writer, "\nheld-out success: %.1f%% after warm start, %.1f%% after %d iterations\ntraining success by iteration: %v\ntraining tasks with a verified success, after each pass: %v\nreport: %s (%.0fs)\n",
 		100*sum["heldout_success_warmstart"].(float64), 100*sum["heldout_success_final"].(float64), cfg.Iterations,
-		sum["train_success_by_iteration"], cfg.Report, time.Since(t0).Seconds())
+		sum["train_success_by_iteration"], sum["train_tasks_solved_by_iteration"], cfg.Report, time.Since(t0).Seconds())
 	return nil
 }
 
@@ -169,7 +169,7 @@ func loopSummary(ctx context.Context, l *lake.Lake, cfg loop.Config) (map[string
 		return nil, err
 	}
 	defer e.Close()
-	res, err := e.Query(ctx, `SELECT source, iteration, avg(CASE WHEN outcome = 'success' THEN 1.0 ELSE 0.0 END)
+	res, err := e.Query(ctx, `SELECT source, iteration::BIGINT, avg(CASE WHEN outcome = 'success' THEN 1.0 ELSE 0.0 END)
 		FROM trajectories WHERE source IN ('rollout', 'eval') GROUP BY ALL ORDER BY 1, 2`)
 	if err != nil {
 		return nil, err
@@ -178,15 +178,29 @@ func loopSummary(ctx context.Context, l *lake.Lake, cfg loop.Config) (map[string
 	heldout := map[int64]float64{}
 	for _, r := range res.Rows {
 		it, _ := r[1].(int64)
-		if v, ok := r[1].(int32); ok {
-			it = int64(v)
-		}
 		rate, _ := r[2].(float64)
 		if r[0] == "eval" {
 			heldout[it] = rate
 		} else {
 			train = append(train, rate)
 		}
+	}
+	// Reach: the training tasks with a verified success in any pass up to
+	// each one, which bound what RFT can imitate and GRPO can reinforce
+	// (the learning report's "Reach" chart).
+	reach, err := e.Query(ctx, `WITH first AS (
+		  SELECT task_id, min(iteration) AS it FROM trajectories
+		  WHERE source = 'rollout' AND outcome = 'success' GROUP BY 1)
+		SELECT p.iteration::BIGINT, (SELECT count(*) FROM first WHERE it <= p.iteration)
+		FROM (SELECT DISTINCT iteration FROM trajectories WHERE source = 'rollout') p ORDER BY 1`)
+	if err != nil {
+		return nil, err
+	}
+	solved := map[int64]int64{}
+	for _, r := range reach.Rows {
+		it, _ := r[0].(int64)
+		n, _ := r[1].(int64)
+		solved[it] = n
 	}
 	// The trainer's groups: policy lag of the kept ones, and those dropped
 	// as stale (EvoCUA-1.5 5.2), per lag.
@@ -205,16 +219,17 @@ func loopSummary(ctx context.Context, l *lake.Lake, cfg loop.Config) (map[string
 		stale += dropped
 	}
 	return map[string]any{
-		"async":                        cfg.Async,
-		"policy_lag":                   hist,
-		"stale_groups":                 stale,
-		"heldout_success_warmstart":    heldout[0],
-		"heldout_success_final":        heldout[int64(cfg.Iterations)],
-		"heldout_success_by_iteration": heldout,
-		"train_success_by_iteration":   train,
-		"sampler":                      cfg.Sample.Sampler,
-		"seed":                         cfg.Seed,
-		"snapshot":                     m.ID,
+		"async":                           cfg.Async,
+		"policy_lag":                      hist,
+		"stale_groups":                    stale,
+		"heldout_success_warmstart":       heldout[0],
+		"heldout_success_final":           heldout[int64(cfg.Iterations)],
+		"heldout_success_by_iteration":    heldout,
+		"train_success_by_iteration":      train,
+		"train_tasks_solved_by_iteration": solved,
+		"sampler":                         cfg.Sample.Sampler,
+		"seed":                            cfg.Seed,
+		"snapshot":                        m.ID,
 	}, nil
 }
 

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,6 +17,8 @@ import (
 	"github.com/cualake/cualake/pipeline/loop"
 	"github.com/cualake/cualake/pipeline/segment"
 	"github.com/cualake/cualake/pipeline/synthesize"
+	"github.com/cualake/cualake/query/notebook/notebooktest"
+	"github.com/cualake/cualake/schemas"
 )
 
 const smallRun = `seed: 3
@@ -92,6 +97,41 @@ func TestRunReproducibleAndResumable(t *testing.T) {
 			t.Fatalf("summary lacks %s: %v", k, sum)
 		}
 	}
+	// Reach: training tasks with a verified success so far, after each pass;
+	// it never falls, and the last equals the lake's count (this small run
+	// may solve none: TestLoopSummaryReach counts real successes).
+	solved, ok := sum["train_tasks_solved_by_iteration"].(map[string]any)
+	if !ok || len(solved) == 0 {
+		t.Fatalf("train_tasks_solved_by_iteration: %v", sum["train_tasks_solved_by_iteration"])
+	}
+	var its []int
+	for k := range solved {
+		it, err := strconv.Atoi(k)
+		if err != nil {
+			t.Fatalf("train_tasks_solved_by_iteration key %q: %v", k, err)
+		}
+		its = append(its, it)
+	}
+	slices.Sort(its)
+	prev := -1.0
+	for _, it := range its {
+		n, _ := solved[strconv.Itoa(it)].(float64)
+		if n < prev {
+			t.Fatalf("solved tasks fall at pass %d: %v", it, solved)
+		}
+		prev = n
+	}
+	q, err := run(t, "query", "--lake", a, "--json", "select count(distinct task_id) as n from trajectories where source = 'rollout' and outcome = 'success'")
+	if err != nil {
+		t.Fatalf("query: %v\n%s", err, q)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(q), &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("query output %q: %v", q, err)
+	}
+	if want, _ := rows[0]["n"].(float64); prev != want {
+		t.Fatalf("solved after the last pass %v, the lake has %v tasks with a success", prev, want)
+	}
 	if b, err := os.ReadFile(report); err != nil || !strings.Contains(string(b), "Success rate per iteration") {
 		t.Fatalf("report: %v", err)
 	}
@@ -167,5 +207,44 @@ func TestLoopConfigTakesTheStagesValues(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Errorf("synthesize.backend %s: %v", b, err)
 		}
+	}
+}
+
+// TestLoopSummaryReach checks the summary's reach, the training tasks with a
+// verified success in any pass up to each one, against the fixture lake's
+// rollouts counted here.
+func TestLoopSummaryReach(t *testing.T) {
+	l, _ := notebooktest.Lake(t)
+	sum, err := loopSummary(context.Background(), l, loop.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := sum["train_tasks_solved_by_iteration"].(map[int64]int64)
+	if !ok {
+		t.Fatalf("train_tasks_solved_by_iteration is %T", sum["train_tasks_solved_by_iteration"])
+	}
+	first := map[string]int32{} // task -> first iteration with a success
+	want := map[int64]int64{}
+	for _, tr := range notebooktest.FixtureRows().Trajectories {
+		if tr.Source != "rollout" {
+			continue
+		}
+		want[int64(tr.Iteration)] = 0
+		if it, ok := first[tr.TaskID]; tr.Outcome == schemas.OutcomeSuccess && (!ok || tr.Iteration < it) {
+			first[tr.TaskID] = tr.Iteration
+		}
+	}
+	for it := range want {
+		for _, f := range first {
+			if int64(f) <= it {
+				want[it]++
+			}
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("reach %v, want %v", got, want)
+	}
+	if want[0] == want[int64(len(want)-1)] {
+		t.Fatalf("the fixture's later passes solve no new task (%v): a count of one pass alone would pass", want)
 	}
 }
