@@ -194,7 +194,7 @@ func loopSummary(ctx context.Context, l *lake.Lake, cfg loop.Config) (map[string
 		SELECT p.iteration::BIGINT, (SELECT count(*) FROM first WHERE it <= p.iteration)
 		FROM (SELECT DISTINCT iteration FROM trajectories WHERE source = 'rollout') p ORDER BY 1`)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("summary: training tasks solved per pass: %w", err)
 	}
 	solved := map[int64]int64{}
 	for _, r := range reach.Rows {
