@@ -218,14 +218,7 @@ func TestCausalPolicyOnSegments(t *testing.T) {
 func checkRFT(t *testing.T, l *lake.Lake) {
 	t.Helper()
 	ctx := context.Background()
-	m, err := l.At(ctx, "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prev, err := stage.LatestCheckpoint(ctx, l, m, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, prev := latestCheckpoint(t, l)
 	rows, err := lake.ReadTable(ctx, l, m, schemas.Segments)
 	if err != nil {
 		t.Fatal(err)
@@ -338,9 +331,8 @@ func checkRFT(t *testing.T, l *lake.Lake) {
 	}
 }
 
-// latestModel loads the newest checkpoint on l's main, closed when the
-// test ends.
-func latestModel(t *testing.T, l *lake.Lake) (*lake.Manifest, *schemas.Checkpoint, *causalpkg.Model) {
+// latestCheckpoint is l's main and its newest checkpoint.
+func latestCheckpoint(t *testing.T, l *lake.Lake) (*lake.Manifest, *schemas.Checkpoint) {
 	t.Helper()
 	ctx := context.Background()
 	m, err := l.At(ctx, "main")
@@ -351,7 +343,15 @@ func latestModel(t *testing.T, l *lake.Lake) (*lake.Manifest, *schemas.Checkpoin
 	if err != nil {
 		t.Fatal(err)
 	}
-	model, err := stage.LoadCausal(ctx, l, m, ck, "cpu")
+	return m, ck
+}
+
+// latestModel loads the newest checkpoint on l's main, closed when the
+// test ends.
+func latestModel(t *testing.T, l *lake.Lake) (*lake.Manifest, *schemas.Checkpoint, *causalpkg.Model) {
+	t.Helper()
+	m, ck := latestCheckpoint(t, l)
+	model, err := stage.LoadCausal(context.Background(), l, m, ck, "cpu")
 	if err != nil {
 		t.Fatal(err)
 	}
