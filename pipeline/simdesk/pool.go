@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
+	"sort"
 	"sync"
 
 	"github.com/cualake/cualake/pipeline/simdesk/judge"
@@ -45,14 +47,38 @@ var (
 )
 
 // HeldOutShare is the share of each family's parameter values kept out of
-// training: a parameter goes to "heldout" when the hash of family and value
-// falls in the first fifth.
+// training.
 const HeldOutShare = 0.2
 
-func heldOut(familyID, param string) bool {
-	h := fnv.New32a()
-	h.Write([]byte(familyID + "\x00" + param))
-	return h.Sum32()%5 == 0
+// heldOutParams returns the parameter values of one family that go to the
+// "heldout" split: round(HeldOutShare x distinct values) of them, those
+// whose hash of family and value is lowest. The split is stratified so that
+// every family holds out its share; a per-value hash test alone held out 5
+// of editor-fixline's 8 instances and 3 of mail-cc's 6, and left them 3
+// training tasks each (cualake/0.1.7 and before).
+func heldOutParams(familyID string, params []string) map[string]bool {
+	type hashed struct {
+		param string
+		hash  uint32
+	}
+	seen := map[string]bool{}
+	var distinct []hashed
+	for _, p := range params {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		h := fnv.New32a()
+		h.Write([]byte(familyID + "\x00" + p))
+		distinct = append(distinct, hashed{p, h.Sum32()})
+	}
+	sort.SliceStable(distinct, func(i, j int) bool { return distinct[i].hash < distinct[j].hash })
+	k := int(math.Round(HeldOutShare * float64(len(distinct))))
+	out := make(map[string]bool, k)
+	for _, d := range distinct[:k] {
+		out[d.param] = true
+	}
+	return out
 }
 
 // Pool returns the built-in task pool: every family instance with a stable
@@ -93,8 +119,14 @@ func buildPool() ([]schemas.Task, error) {
 		return nil, err
 	}
 	for _, f := range families() {
-		for i := 0; i < f.n; i++ {
-			spec := f.gen(i)
+		specs := make([]taskSpec, f.n)
+		params := make([]string, f.n)
+		for i := range specs {
+			specs[i] = f.gen(i)
+			params[i] = specs[i].param
+		}
+		held := heldOutParams(f.id, params)
+		for i, spec := range specs {
 			t := schemas.Task{
 				TaskID:      fmt.Sprintf("%s-%03d", f.id, i+1),
 				Domain:      f.app,
@@ -112,7 +144,7 @@ func buildPool() ([]schemas.Task, error) {
 			} else {
 				t.Judge = judge.Build("and", spec.criteria...)
 			}
-			if heldOut(f.id, spec.param) {
+			if held[spec.param] {
 				t.Split = "heldout"
 			}
 			steps, err := oracleSteps(sim, t)

@@ -1,6 +1,8 @@
 package simdesk
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -47,6 +49,48 @@ func TestPoolTasks(t *testing.T) {
 		if task.Domain == "" || task.Instruction == "" || (task.Split != "train" && task.Split != "heldout") {
 			t.Errorf("%s: incomplete row %+v", task.TaskID, task)
 		}
+	}
+}
+
+// TestPoolSplitIsStratified checks that every family holds out its share
+// of parameter values: round(HeldOutShare x distinct values), never more
+// (0.1.7's per-value hash held out 5 of editor-fixline's 8), and that the
+// instances of one parameter value share a split.
+func TestPoolSplitIsStratified(t *testing.T) {
+	pool := map[string]string{}
+	for _, task := range Pool() {
+		pool[task.TaskID] = task.Split
+	}
+	for _, f := range families() {
+		split := map[string]string{}
+		held := 0
+		for i := 0; i < f.n; i++ {
+			spec := f.gen(i)
+			s, ok := pool[fmt.Sprintf("%s-%03d", f.id, i+1)]
+			if !ok {
+				t.Fatalf("%s-%03d is not in the pool", f.id, i+1)
+			}
+			if prev, ok := split[spec.param]; ok {
+				if prev != s {
+					t.Errorf("%s: parameter %q is in both splits", f.id, spec.param)
+				}
+				continue
+			}
+			split[spec.param] = s
+			if s == "heldout" {
+				held++
+			}
+		}
+		want := int(math.Round(HeldOutShare * float64(len(split))))
+		if held != want {
+			t.Errorf("%s: %d of %d parameter values held out, want %d", f.id, held, len(split), want)
+		}
+	}
+	// The choice within a family depends on the hash, not on instance order.
+	a := heldOutParams("fam", []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"})
+	b := heldOutParams("fam", []string{"j", "i", "h", "g", "f", "e", "d", "c", "b", "a"})
+	if len(a) != 2 || fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Errorf("held-out values depend on order or count: %v against %v", a, b)
 	}
 }
 
