@@ -241,7 +241,7 @@ func asyncOrder(iters []iterSteps) []Step {
 
 // stepRates are seconds per unit of work of each step kind on the 2-core
 // demo machine, per policy: an SFT or GRPO optimiser step, a held-out
-// evaluation (65 tasks), and an episode of the initial pass, of an
+// evaluation (58 tasks; 65 until 0.1.7), and an episode of the initial pass, of an
 // iteration's rollout and of recalibration (per pool task and rollout).
 type stepRates struct {
 	sftStep, eval, initial, rollout, trainStep, recal float64
