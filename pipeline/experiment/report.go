@@ -57,7 +57,10 @@ func scope(name string, order []string) (where, rank string, err error) {
 // sd over seeds of held-out and training success, mean reward, train and
 // rollout seconds summed over the RL iterations (the prefix excluded),
 // tokens, train_time_ratio (a variant's mean train seconds over the first
-// variant's) and the prefix's executable rate. The report formats it;
+// variant's) and the prefix's executable rate; and heldout_gain, the mean
+// and sd over seeds of each branch's last held-out success minus its own
+// iteration 0's (the warm start of that seed), since a gain is compared
+// per seed: the seeds' warm starts spread more than their gains. The report formats it;
 // `experiment report --json` prints it.
 func FinalSQL(name string, order []string) (string, error) {
 	where, rank, err := scope(name, order)
@@ -68,18 +71,20 @@ func FinalSQL(name string, order []string) (string, error) {
 		"fin AS (SELECT e.* FROM experiments e JOIN last l ON e.variant = l.variant AND e.seed = l.seed AND e.iteration = l.it WHERE e.%[1]s),\n"+
 		"tot AS (SELECT variant, seed, sum(train_seconds) AS train_s, sum(rollout_seconds) AS rollout_s, sum(tokens) AS tokens\n"+
 		"        FROM experiments WHERE %[1]s AND iteration >= 1 GROUP BY ALL),\n"+
-		"pre AS (SELECT variant, seed, executable_rate FROM experiments WHERE %[1]s AND iteration = 0),\n"+
-		"per AS (SELECT f.variant, f.seed, f.heldout_success, f.train_success, f.mean_reward, t.train_s, t.rollout_s, t.tokens, p.executable_rate\n"+
+		"pre AS (SELECT variant, seed, executable_rate, heldout_success FROM experiments WHERE %[1]s AND iteration = 0),\n"+
+		"per AS (SELECT f.variant, f.seed, f.heldout_success, f.heldout_success - p.heldout_success AS heldout_gain, f.train_success, f.mean_reward,\n"+
+		"        t.train_s, t.rollout_s, t.tokens, p.executable_rate\n"+
 		"        FROM fin f LEFT JOIN tot t ON t.variant = f.variant AND t.seed = f.seed LEFT JOIN pre p ON p.variant = f.variant AND p.seed = f.seed),\n"+
 		"agg AS (SELECT variant, %[2]s AS rank, count(*) AS seeds,\n"+
 		"        avg(heldout_success) AS heldout_success, coalesce(stddev_samp(heldout_success), 0) AS heldout_success_sd,\n"+
+		"        avg(heldout_gain) AS heldout_gain, CASE WHEN count(heldout_gain) > 0 THEN coalesce(stddev_samp(heldout_gain), 0) END AS heldout_gain_sd,\n"+
 		"        avg(train_success) AS train_success, coalesce(stddev_samp(train_success), 0) AS train_success_sd,\n"+
 		"        avg(mean_reward) AS mean_reward, coalesce(stddev_samp(mean_reward), 0) AS mean_reward_sd,\n"+
 		"        avg(train_s) AS train_seconds, coalesce(stddev_samp(train_s), 0) AS train_seconds_sd,\n"+
 		"        avg(rollout_s) AS rollout_seconds, coalesce(stddev_samp(rollout_s), 0) AS rollout_seconds_sd, avg(tokens) AS tokens,\n"+
 		"        avg(executable_rate) AS executable_rate, CASE WHEN count(executable_rate) > 0 THEN coalesce(stddev_samp(executable_rate), 0) END AS executable_rate_sd\n"+
 		"        FROM per GROUP BY variant)\n"+
-		"SELECT row_number() OVER (ORDER BY rank, variant) AS position, variant, seeds, heldout_success, heldout_success_sd, train_success, train_success_sd, mean_reward, mean_reward_sd,\n"+
+		"SELECT row_number() OVER (ORDER BY rank, variant) AS position, variant, seeds, heldout_success, heldout_success_sd, heldout_gain, heldout_gain_sd, train_success, train_success_sd, mean_reward, mean_reward_sd,\n"+
 		"       train_seconds, train_seconds_sd, rollout_seconds, rollout_seconds_sd, CAST(round(tokens) AS BIGINT) AS tokens,\n"+
 		"       round(train_seconds / nullif(first_value(train_seconds) OVER (ORDER BY rank, variant), 0), 2) AS train_time_ratio,\n"+
 		"       executable_rate, executable_rate_sd\n"+
@@ -112,13 +117,15 @@ func Notebook(name, doc string, order []string) (string, error) {
 	fmt.Fprintf(&b, "```sql\n-- title: Summary\n-- display: summary\nSELECT count(DISTINCT variant) AS variants, count(DISTINCT seed) AS seeds,\n"+
 		"       max(iteration) AS iterations, count(DISTINCT branch) AS branches\nFROM experiments WHERE %s\n```\n\n", where)
 	b.WriteString("## Final numbers\n\nAt each branch's last iteration; train and rollout seconds are summed over the RL iterations " +
-		"(the prefix excluded); `train_time_ratio` divides a variant's mean train seconds by the first variant's; " +
+		"(the prefix excluded); `heldout_gain` is each seed's last held-out success minus its own iteration 0's (its warm start), " +
+		"averaged over the seeds; `train_time_ratio` divides a variant's mean train seconds by the first variant's; " +
 		"`executable_rate` is the prefix's synthesis (executable candidate-rounds over candidate-rounds, duplicates aside). " +
 		"The numbers unformatted: `cualake experiment report " + name + " --json`.\n\n")
 	fmt.Fprintf(&b, "```sql\n-- title: Final numbers per variant (mean ± sd over seeds)\n"+
 		"WITH final AS (\n%s)\n"+
 		"SELECT variant, seeds,\n"+
 		"       printf('%%.3f ± %%.3f', heldout_success, heldout_success_sd) AS heldout_success,\n"+
+		"       CASE WHEN heldout_gain IS NULL THEN NULL ELSE printf('%%+.3f ± %%.3f', heldout_gain, heldout_gain_sd) END AS heldout_gain,\n"+
 		"       printf('%%.3f ± %%.3f', train_success, train_success_sd) AS train_success,\n"+
 		"       printf('%%.3f ± %%.3f', mean_reward, mean_reward_sd) AS mean_reward,\n"+
 		"       printf('%%.0f ± %%.0f', train_seconds, train_seconds_sd) AS train_seconds,\n"+

@@ -284,7 +284,7 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := string(b)
-	for _, want := range []string{"Final numbers per variant", "train_time_ratio", "Train seconds per iteration", "FROM experiments WHERE experiment = &#39;tiny&#39;", main.ID[:12]} {
+	for _, want := range []string{"Final numbers per variant", "train_time_ratio", "heldout_gain", "Train seconds per iteration", "FROM experiments WHERE experiment = &#39;tiny&#39;", main.ID[:12]} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -320,11 +320,18 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 	for i, want := range []struct {
 		variant string
 		row     []any
-	}{{"grpo", q.Rows[1]}, {"stepo", q.Rows[3]}} {
+		first   []any
+	}{{"grpo", q.Rows[1], q.Rows[0]}, {"stepo", q.Rows[3], q.Rows[2]}} {
 		f := rep.Final[i]
 		if f["variant"] != want.variant || f["position"] != float64(i+1) || f["seeds"] != float64(1) ||
 			f["heldout_success"] != want.row[2] || f["heldout_success_sd"] != float64(0) || f["train_success"] != want.row[3] {
 			t.Errorf("final row %d: %v, want %s with the branch's last row %v", i, f, want.variant, want.row)
+		}
+		// The gain over the seed's own iteration 0 (its warm start).
+		last, _ := want.row[2].(float64)
+		warm, _ := want.first[2].(float64)
+		if g, ok := f["heldout_gain"].(float64); !ok || math.Abs(g-(last-warm)) > 1e-12 || f["heldout_gain_sd"] != float64(0) {
+			t.Errorf("final row %d: heldout_gain %v +- %v, want %v - %v", i, f["heldout_gain"], f["heldout_gain_sd"], last, warm)
 		}
 	}
 
