@@ -276,8 +276,9 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 
 	// The report: the notebook renderer's page, drawn in Chromium.
 	html := filepath.Join(dir, "tiny.html")
-	if out, err := run(t, "experiment", "report", exp, "--lake", lk, "--out", html); err != nil {
-		t.Fatalf("report: %v\n%s", err, out)
+	printed, err := run(t, "experiment", "report", exp, "--lake", lk, "--out", html)
+	if err != nil {
+		t.Fatalf("report: %v\n%s", err, printed)
 	}
 	b, err := os.ReadFile(html)
 	if err != nil {
@@ -332,6 +333,15 @@ func TestExperimentRunsOnBranches(t *testing.T) {
 		warm, _ := want.first[2].(float64)
 		if g, ok := f["heldout_gain"].(float64); !ok || math.Abs(g-(last-warm)) > 1e-12 || f["heldout_gain_sd"] != float64(0) {
 			t.Errorf("final row %d: heldout_gain %v +- %v, want %v - %v", i, f["heldout_gain"], f["heldout_gain_sd"], last, warm)
+		}
+		// Without --json the command printed the same numbers, one line a variant.
+		line := fmt.Sprintf("%s 1 %.3f ± 0.000 %+.3f ± 0.000", want.variant, last, last-warm)
+		found := false
+		for _, l := range strings.Split(printed, "\n") {
+			found = found || strings.HasPrefix(strings.Join(strings.Fields(l), " "), line)
+		}
+		if !found {
+			t.Errorf("report printed\n%s\nwithout a line %q", printed, line)
 		}
 	}
 
