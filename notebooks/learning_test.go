@@ -89,17 +89,7 @@ func TestLearningReachCountsSolvedTasks(t *testing.T) {
 	if reach == nil || reach.Result == nil || reach.Figure == nil {
 		t.Fatal("no reach chart")
 	}
-	first := map[string]int32{}    // task -> first iteration with a success
-	passes := map[int32]struct{}{} // iterations with rollouts
-	for _, tr := range notebooktest.FixtureRows().Trajectories {
-		if tr.Source != "rollout" {
-			continue
-		}
-		passes[tr.Iteration] = struct{}{}
-		if it, ok := first[tr.TaskID]; tr.Outcome == "success" && (!ok || tr.Iteration < it) {
-			first[tr.TaskID] = tr.Iteration
-		}
-	}
+	first, passes := notebooktest.Reach() // task -> first iteration with a success; iterations with rollouts
 	want := map[string]int64{}
 	for it := range passes {
 		for _, f := range first {

@@ -18,7 +18,6 @@ import (
 	"github.com/cualake/cualake/pipeline/segment"
 	"github.com/cualake/cualake/pipeline/synthesize"
 	"github.com/cualake/cualake/query/notebook/notebooktest"
-	"github.com/cualake/cualake/schemas"
 )
 
 const smallRun = `seed: 3
@@ -223,16 +222,10 @@ func TestLoopSummaryReach(t *testing.T) {
 	if !ok {
 		t.Fatalf("train_tasks_solved_by_iteration is %T", sum["train_tasks_solved_by_iteration"])
 	}
-	first := map[string]int32{} // task -> first iteration with a success
+	first, passes := notebooktest.Reach() // task -> first iteration with a success; iterations with rollouts
 	want := map[int64]int64{}
-	for _, tr := range notebooktest.FixtureRows().Trajectories {
-		if tr.Source != "rollout" {
-			continue
-		}
-		want[int64(tr.Iteration)] = 0
-		if it, ok := first[tr.TaskID]; tr.Outcome == schemas.OutcomeSuccess && (!ok || tr.Iteration < it) {
-			first[tr.TaskID] = tr.Iteration
-		}
+	for it := range passes {
+		want[int64(it)] = 0
 	}
 	for it := range want {
 		for _, f := range first {

@@ -251,6 +251,24 @@ func FixtureRows() Rows {
 	return out
 }
 
+// Reach returns, from the fixture's rollouts (source 'rollout'), each
+// task's first iteration with a verified success and the set of iterations
+// that have rollouts: what the learning report's Reach chart and `cualake
+// run`'s summary count, for their tests to count the same way.
+func Reach() (first map[string]int32, passes map[int32]bool) {
+	first, passes = map[string]int32{}, map[int32]bool{}
+	for _, tr := range FixtureRows().Trajectories {
+		if tr.Source != "rollout" {
+			continue
+		}
+		passes[tr.Iteration] = true
+		if it, ok := first[tr.TaskID]; tr.Outcome == schemas.OutcomeSuccess && (!ok || tr.Iteration < it) {
+			first[tr.TaskID] = tr.Iteration
+		}
+	}
+	return first, passes
+}
+
 // Commit writes rows as one snapshot of l (each non-empty table replaced)
 // and returns its manifest.
 func Commit(ctx context.Context, l *lake.Lake, rows Rows, stage string) (*lake.Manifest, error) {
