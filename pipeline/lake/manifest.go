@@ -44,8 +44,12 @@ const FormatVersion = 1
 // checkpoint policy draws again instead of executing its first words.
 // 0.1.8: the built-in pool's held-out split is stratified by family (each
 // family holds out a fifth of its parameter values, 58 tasks in all) where
-// a per-value hash held out 65, up to 5 of a family's 8.
-const CodeVersion = "cualake/0.1.8"
+// a per-value hash held out 65, up to 5 of a family's 8. 0.1.9: the pointer
+// language names an element by the instruction word that decides it ("click
+// menu_item like w10" for "Sort descending" when the instruction says "in
+// descending order", "click list_item like w10" for the first ".txt" file),
+// and the oracle moves files in listing order, top file first.
+const CodeVersion = "cualake/0.1.9"
 
 // File is one immutable data file of a table.
 type File struct {

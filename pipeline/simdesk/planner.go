@@ -334,7 +334,12 @@ func (p *planner) plan(d *Desktop) ([]goal, error) {
 		}
 	}
 	// A path that must vanish while another must appear is a move or a
-	// rename when the two match by name, by folder or by kind.
+	// rename when the two match by name, by folder or by kind. They are
+	// taken in path order, which is the file manager's listing order within
+	// a folder: the plan moves the top file first, as a person does, so that
+	// its steps do not depend on the order the criteria name the files in
+	// ("the first .txt file" each time, featurize's "list_item like wK").
+	slices.SortStableFunc(absent, func(a, b want) int { return strings.Compare(a.path, b.path) })
 	used := make([]bool, len(present))
 	for _, a := range absent {
 		if !exists(a.path) {

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -421,6 +422,7 @@ func (r refs) pointer(elems []Element, i int, final bool) string {
 				cands = append(cands, "column "+c)
 			}
 		}
+		cands = append(cands, r.likeForms(elems, i)...)
 		if final && elems[i].Role != "" && !strings.ContainsAny(elems[i].Role, " \t\n") {
 			if n := clean(elems[i].Name, 4); n != "" {
 				cands = append(cands, elems[i].Role+" "+n)
@@ -436,6 +438,76 @@ func (r refs) pointer(elems []Element, i int, final bool) string {
 	}
 	return "e" + strconv.Itoa(i)
 }
+
+// likeForms are the "<role> like wK" pointers to element i: the first (or
+// last) element of its role whose name contains instruction word K. They
+// name what varies between a family's instances by where the instruction
+// says it, in two cases only, so that fixed labels ("button text editor",
+// shared by every family) keep their role-and-name form:
+//   - a choice among siblings whose names differ in that word alone: "click
+//     menu_item like w10" is the sort menu's entry for the order the
+//     instruction asks for ("Sort descending" for "in descending order");
+//   - a file by the extension the instruction names: "click list_item like
+//     w11" is the first listed file ending in ".txt", whatever the
+//     instance's file names are.
+func (r refs) likeForms(elems []Element, i int) []string {
+	e := elems[i]
+	if e.Role == "" || strings.ContainsAny(e.Role, " \t\n") {
+		return nil
+	}
+	name := norm(e.Name)
+	tokens := strings.Fields(name)
+	var out []string
+	for k, w := range r.words {
+		want := norm(w)
+		if !likeWord(want) || want == name || !likeName(name, w, want) {
+			continue
+		}
+		if isExtension(w) || choiceWord(elems, i, tokens, want) {
+			out = append(out, e.Role+" like w"+strconv.Itoa(k))
+		}
+	}
+	return out
+}
+
+// choiceWord reports whether want is a whole word of element i's name (its
+// tokens) and another element of its role has a name that differs from it
+// in that word alone ("sort ascending" and "sort descending").
+func choiceWord(elems []Element, i int, tokens []string, want string) bool {
+	at := slices.Index(tokens, want)
+	if at < 0 {
+		return false
+	}
+	for j, o := range elems {
+		if j == i || o.Role != elems[i].Role {
+			continue
+		}
+		ot := strings.Fields(norm(o.Name))
+		if len(ot) == len(tokens) && ot[at] != want && slices.Equal(ot[:at], tokens[:at]) && slices.Equal(ot[at+1:], tokens[at+1:]) {
+			return true
+		}
+	}
+	return false
+}
+
+// likeName reports whether a normalised element name is like instruction
+// word w (normalised: want): it ends in the extension w names, or has want
+// as one of its words.
+func likeName(name, w, want string) bool {
+	if isExtension(w) {
+		return strings.HasSuffix(name, "."+want)
+	}
+	return slices.Contains(strings.Fields(name), want)
+}
+
+// isExtension reports whether an instruction word is a file extension
+// (".txt"; norm trims its dot).
+func isExtension(w string) bool { return strings.HasPrefix(strings.TrimLeft(w, `"'(`), ".") }
+
+// likeWord reports whether an instruction word may be looked for inside
+// element names: three characters or more (".txt"); shorter words ("a",
+// "to") are inside too many names.
+func likeWord(w string) bool { return len(w) >= 3 }
 
 // resolve reads one element pointer from the front of args and returns the
 // element, the unread args and whether it resolved.
@@ -486,6 +558,16 @@ func (r refs) resolve(elems []Element, args []string) (int, []string, bool) {
 	if a == "cell" && len(args) >= 3 {
 		if j, ok := r.cell(elems, args[1], args[2]); ok {
 			return j, args[3:], true
+		}
+	}
+	if len(args) >= 3 && args[1] == "like" {
+		if _, isWord := index(args[2], "w"); isWord {
+			t, ok := r.refText(args[2])
+			if !ok || !likeWord(norm(t)) {
+				return 0, nil, false
+			}
+			want := norm(t)
+			return pick(func(e *Element) bool { return e.Role == a && likeName(norm(e.Name), t, want) }, args[3:])
 		}
 	}
 	// Role and name: the name runs to the end (or to "last").
