@@ -448,7 +448,7 @@ func (r refs) pointer(elems []Element, i int, final bool) string {
 //     menu_item like w10" is the sort menu's entry for the order the
 //     instruction asks for ("Sort descending" for "in descending order");
 //   - a file by the extension the instruction names: "click list_item like
-//     w11" is the first listed file ending in ".txt", whatever the
+//     w10" is the first listed file ending in ".txt", whatever the
 //     instance's file names are.
 func (r refs) likeForms(elems []Element, i int) []string {
 	e := elems[i]
