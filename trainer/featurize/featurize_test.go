@@ -525,3 +525,29 @@ func TestSliderAtInstructionNumber(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecode: no response text, however it runs on, makes Decode panic,
+// and whatever it decodes to names an element on the screen or no point
+// (the like forms index words and elements by numbers the policy writes).
+// `go test` runs the seeds; `go test -fuzz FuzzDecode ./trainer/featurize`
+// searches further.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{"click list_item like w2", "click list_item like w2 last", "click menu_item like w99 last",
+		"click like like w1", "drag list_item like w2 list_item like w2", "scroll down 1 list_item like w2", "click q1 at w3",
+		"type cell 1 2 tab", "click cell w1 top", "click column w1", "click e4", "type lines 1 -2 nl", "like w2"} {
+		f.Add(s)
+	}
+	elems := []Element{
+		{Role: "list_item", Name: "hiring.txt", X: 300, Y: 200},
+		{Role: "list_item", Name: "travel.txt", X: 300, Y: 240},
+		{Role: "menu_item", Name: "Sort ascending", X: 100, Y: 100},
+		{Role: "slider", Name: "Volume", X: 50, Y: 60, Bounds: [4]int{0, 50, 100, 20}, Screen: [2]int{1280, 800}},
+	}
+	instr := "Move every .txt file, sort \"Volume\" ascending to 40%.\nline one\nline two"
+	f.Fuzz(func(t *testing.T, s string) {
+		a := Decode(s, elems, instr)
+		if a.Kind == "click" && (a.X == nil || a.Y == nil) {
+			t.Fatalf("%q decoded to a click without a point: %+v", s, a)
+		}
+	})
+}
