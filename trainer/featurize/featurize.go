@@ -423,7 +423,7 @@ func (r refs) pointer(elems []Element, i int, final bool) string {
 			}
 		}
 		cands = append(cands, r.likeForms(elems, i)...)
-		if final && elems[i].Role != "" && !strings.ContainsAny(elems[i].Role, " \t\n") {
+		if final && pointableRole(elems[i].Role) {
 			if n := clean(elems[i].Name, 4); n != "" {
 				cands = append(cands, elems[i].Role+" "+n)
 			}
@@ -452,7 +452,7 @@ func (r refs) pointer(elems []Element, i int, final bool) string {
 //     instance's file names are.
 func (r refs) likeForms(elems []Element, i int) []string {
 	e := elems[i]
-	if e.Role == "" || strings.ContainsAny(e.Role, " \t\n") {
+	if !pointableRole(e.Role) {
 		return nil
 	}
 	name := norm(e.Name)
@@ -469,6 +469,10 @@ func (r refs) likeForms(elems []Element, i int) []string {
 	}
 	return out
 }
+
+// pointableRole reports whether a role can head a pointer ("button save",
+// "menu_item like w10"): one word, which the decoder reads as the role.
+func pointableRole(role string) bool { return role != "" && !strings.ContainsAny(role, " \t\n") }
 
 // choiceWord reports whether want is a whole word of element i's name (its
 // tokens) and another element of its role has a name that differs from it
