@@ -48,8 +48,11 @@ const FormatVersion = 1
 // language names an element by the instruction word that decides it ("click
 // menu_item like w10" for "Sort descending" when the instruction says "in
 // descending order", "click list_item like w10" for the first ".txt" file),
-// and the oracle moves files in listing order, top file first.
-const CodeVersion = "cualake/0.1.9"
+// and the oracle moves files in listing order, top file first. 0.1.10:
+// instruction words from the first quote or line break on are counted from
+// the end ("click w-1" for the value in 'set "Font size" to Large.'), so a
+// word after a quoted name or a body of any length has one marker.
+const CodeVersion = "cualake/0.1.10"
 
 // File is one immutable data file of a table.
 type File struct {

@@ -297,7 +297,7 @@ func Encode(a schemas.Action, elems []Element, instruction string) (text string,
 			span, found = tableCell(instruction, body)
 		}
 		if !found {
-			span, found = findSpan(instruction, body)
+			span, found = r.findSpan(instruction, body)
 		}
 		if !found {
 			span, found = r.formula(body)
@@ -338,6 +338,7 @@ type refs struct {
 	quotes []string // contents of "..." in order
 	words  []string // Words(instruction)
 	body   string   // what follows the first line break, if any
+	tail   int      // first word counted from the end (see wordMarker)
 }
 
 func newRefs(instruction string) refs {
@@ -358,7 +359,57 @@ func newRefs(instruction string) refs {
 	if _, after, found := strings.Cut(instruction, "\n"); found {
 		r.body = after
 	}
+	r.tail = tailStart(instruction)
 	return r
+}
+
+// tailStart is the index of the first word at or after the instruction's
+// first quote or line break, or the word count if it has neither.
+func tailStart(instruction string) int {
+	_, ends := wordOffsets(instruction)
+	cut := strings.IndexAny(instruction, "\"\n")
+	if cut < 0 {
+		return len(ends)
+	}
+	for k, e := range ends {
+		if e > cut {
+			return k
+		}
+	}
+	return len(ends)
+}
+
+// wordMarker names instruction word k. Words before the instruction's
+// first quote or line break are counted from the start ("w3"); words from
+// there on are counted from the end ("w-1" is the last word). A quoted
+// name or a message body varies in length between a family's instances,
+// so a word after it sits at a fixed distance from the end, not from the
+// start: 'set "Proxy" to Manual.' and 'set "Font size" to Large.' both
+// end with their value at w-1.
+func (r refs) wordMarker(k int) string {
+	if k >= r.tail {
+		return "w-" + strconv.Itoa(len(r.words)-k)
+	}
+	return "w" + strconv.Itoa(k)
+}
+
+// wordIndex parses a word marker ("w3", "w-1") to the word's index. Each
+// word has one marker: a start-counted marker past the tail, or an
+// end-counted one before it, does not parse, so a response cannot name a
+// word two ways.
+func (r refs) wordIndex(m string) (int, bool) {
+	if d, ok := strings.CutPrefix(m, "w-"); ok {
+		n, ok := index("w"+d, "w")
+		if !ok || n < 1 || n > len(r.words) || len(r.words)-n < r.tail {
+			return 0, false
+		}
+		return len(r.words) - n, true
+	}
+	n, ok := index(m, "w")
+	if !ok || n >= len(r.words) || n >= r.tail {
+		return 0, false
+	}
+	return n, true
 }
 
 // punctuation is what surrounds a word in a sentence but not in an element
@@ -402,7 +453,7 @@ func (r refs) pointer(elems []Element, i int, final bool) string {
 		// with the text around it, whereas the element's own name does not.
 		for k, w := range r.words {
 			if norm(w) == name && properNoun(r.words, k) {
-				cands = append(cands, "w"+strconv.Itoa(k))
+				cands = append(cands, r.wordMarker(k))
 			}
 		}
 		// A table cell by its column header and row label, when the
@@ -464,7 +515,7 @@ func (r refs) likeForms(elems []Element, i int) []string {
 			continue
 		}
 		if isExtension(w) || choiceWord(elems, i, tokens, want) {
-			out = append(out, e.Role+" like w"+strconv.Itoa(k))
+			out = append(out, e.Role+" like "+r.wordMarker(k))
 		}
 	}
 	return out
@@ -540,8 +591,7 @@ func (r refs) resolve(elems []Element, args []string) (int, []string, bool) {
 		return n, args[1:], n < len(elems)
 	}
 	_, isQuote := index(a, "q")
-	_, isWord := index(a, "w")
-	if isQuote || isWord {
+	if isQuote || isWordMarker(a) {
 		t, ok := r.refText(a)
 		if !ok {
 			return 0, nil, false
@@ -565,7 +615,7 @@ func (r refs) resolve(elems []Element, args []string) (int, []string, bool) {
 		}
 	}
 	if len(args) >= 3 && args[1] == "like" {
-		if _, isWord := index(args[2], "w"); isWord {
+		if isWordMarker(args[2]) {
 			t, ok := r.refText(args[2])
 			if !ok || !likeWord(norm(t)) {
 				return 0, nil, false
@@ -597,7 +647,7 @@ func (r refs) sliderForm(elems []Element, x, y int) (string, bool) {
 		}
 		p := r.pointer(elems, i, false)
 		for k := range r.words {
-			w := "w" + strconv.Itoa(k)
+			w := r.wordMarker(k)
 			if gx, gy, ok := r.sliderAt(elems, strings.Fields(p), w); ok && int(gx) == x && int(gy) == y {
 				return p + " at " + w, true
 			}
@@ -614,7 +664,7 @@ func (r refs) sliderAt(elems []Element, ptr []string, word string) (x, y int32, 
 	if !found || len(rest) > 0 || i < 0 || i >= len(elems) || elems[i].Role != "slider" || elems[i].Screen[0] <= 0 {
 		return 0, 0, false
 	}
-	if _, isWord := index(word, "w"); !isWord {
+	if !isWordMarker(word) {
 		return 0, 0, false
 	}
 	t, _ := r.refText(word)
@@ -641,7 +691,7 @@ func (r refs) refsTo(s string) []string {
 	}
 	for k, w := range r.words {
 		if norm(w) == want {
-			out = append(out, "w"+strconv.Itoa(k))
+			out = append(out, r.wordMarker(k))
 		}
 	}
 	return out
@@ -652,7 +702,7 @@ func (r refs) refText(m string) (string, bool) {
 	if n, ok := index(m, "q"); ok && n >= 1 && n <= len(r.quotes) {
 		return r.quotes[n-1], true
 	}
-	if n, ok := index(m, "w"); ok && n < len(r.words) {
+	if n, ok := r.wordIndex(m); ok {
 		return r.words[n], true
 	}
 	return "", false
@@ -706,7 +756,7 @@ func (r refs) formula(text string) (string, bool) {
 	}
 	for k, w := range r.words {
 		if cutSpan(w, punctuation) == ref {
-			return "formula " + strings.ToLower(name) + " w" + strconv.Itoa(k), true
+			return "formula " + strings.ToLower(name) + " " + r.wordMarker(k), true
 		}
 	}
 	return "", false
@@ -715,7 +765,7 @@ func (r refs) formula(text string) (string, bool) {
 // formulaText is the text "formula name wK" stands for, if word K is a
 // cell reference.
 func (r refs) formulaText(name, word string) (string, bool) {
-	if _, isWord := index(word, "w"); !isWord || !functionName(name) {
+	if !isWordMarker(word) || !functionName(name) {
 		return "", false
 	}
 	t, ok := r.refText(word)
@@ -751,6 +801,16 @@ func properNoun(words []string, k int) bool {
 	return !strings.ContainsAny(words[k-1][len(words[k-1])-1:], ".:!?")
 }
 
+// isWordMarker reports whether m has a word marker's form ("w3", "w-1"),
+// whether or not it names a word of the instruction.
+func isWordMarker(m string) bool {
+	if d, ok := strings.CutPrefix(m, "w-"); ok {
+		m = "w" + d
+	}
+	_, ok := index(m, "w")
+	return ok
+}
+
 // index parses "<prefix><digits>".
 func index(s, prefix string) (int, bool) {
 	d, ok := strings.CutPrefix(s, prefix)
@@ -771,8 +831,9 @@ func index(s, prefix string) (int, bool) {
 var spanTrims = []struct{ marker, cut string }{{"", ""}, {"q", `"'`}, {"trim", punctuation}}
 
 // findSpan finds text as a run of instruction words i..j (joined by the
-// instruction's own separators), possibly trimmed, and returns "wI wJ [q|trim]".
-func findSpan(instruction, text string) (string, bool) {
+// instruction's own separators), possibly trimmed, and returns "wI wJ [q|trim]"
+// with each end a word marker (wordMarker).
+func (r refs) findSpan(instruction, text string) (string, bool) {
 	if text == "" {
 		return "", false
 	}
@@ -781,7 +842,7 @@ func findSpan(instruction, text string) (string, bool) {
 		for i := range starts {
 			for j := i; j < len(ends) && ends[j]-starts[i] <= len(text)+2*len(tr.cut)+2; j++ {
 				if cutSpan(instruction[starts[i]:ends[j]], tr.cut) == text {
-					s := fmt.Sprintf("w%d w%d", i, j)
+					s := r.wordMarker(i) + " " + r.wordMarker(j)
 					if tr.marker != "" {
 						s += " " + tr.marker
 					}
@@ -972,11 +1033,11 @@ func Decode(text string, elems []Element, instruction string) schemas.Action {
 				return unknown
 			}
 			body = r.quotes[n-1]
-		case len(args) >= 2 && strings.HasPrefix(args[0], "w") && strings.HasPrefix(args[1], "w"):
-			i, err1 := strconv.Atoi(args[0][1:])
-			j, err2 := strconv.Atoi(args[1][1:])
+		case len(args) >= 2 && isWordMarker(args[0]) && isWordMarker(args[1]):
+			i, ok1 := r.wordIndex(args[0])
+			j, ok2 := r.wordIndex(args[1])
 			starts, ends := wordOffsets(instruction)
-			if err1 != nil || err2 != nil || i < 0 || j < i || j >= len(ends) || len(args) > 3 {
+			if !ok1 || !ok2 || j < i || j >= len(ends) || len(args) > 3 {
 				return unknown
 			}
 			body = instruction[starts[i]:ends[j]]
