@@ -398,9 +398,8 @@ func (r refs) wordMarker(k int) string {
 // end-counted one before it, does not parse, so a response cannot name a
 // word two ways.
 func (r refs) wordIndex(m string) (int, bool) {
-	if d, ok := strings.CutPrefix(m, "w-"); ok {
-		n, ok := index("w"+d, "w")
-		if !ok || n < 1 || n > len(r.words) || len(r.words)-n < r.tail {
+	if n, ok := index(m, "w-"); ok {
+		if n < 1 || n > len(r.words) || len(r.words)-n < r.tail {
 			return 0, false
 		}
 		return len(r.words) - n, true
@@ -804,11 +803,9 @@ func properNoun(words []string, k int) bool {
 // isWordMarker reports whether m has a word marker's form ("w3", "w-1"),
 // whether or not it names a word of the instruction.
 func isWordMarker(m string) bool {
-	if d, ok := strings.CutPrefix(m, "w-"); ok {
-		m = "w" + d
-	}
-	_, ok := index(m, "w")
-	return ok
+	_, fromStart := index(m, "w")
+	_, fromEnd := index(m, "w-")
+	return fromStart || fromEnd
 }
 
 // index parses "<prefix><digits>".
