@@ -51,8 +51,12 @@ const FormatVersion = 1
 // and the oracle moves files in listing order, top file first. 0.1.10:
 // instruction words from the first quote or line break on are counted from
 // the end ("click w-1" for the value in 'set "Font size" to Large.'), so a
-// word after a quoted name or a body of any length has one marker.
-const CodeVersion = "cualake/0.1.10"
+// word after a quoted name or a body of any length has one marker. 0.1.11:
+// the editor has Go to Line (Ctrl+G) and shift+End, and the oracle rewrites
+// a changed line with them ("change line 3 to read ...") where it clicked
+// the caret into the line by coordinates and deleted the old text key by
+// key.
+const CodeVersion = "cualake/0.1.11"
 
 // File is one immutable data file of a table.
 type File struct {

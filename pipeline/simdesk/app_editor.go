@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image"
 	"path"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -11,7 +12,7 @@ import (
 )
 
 // editorApp is a plain-text editor: open, edit, save, save as, find and
-// replace, with an unsaved-changes indicator and prompt.
+// replace, go to a line, with an unsaved-changes indicator and prompt.
 type editorApp struct{}
 
 const (
@@ -38,7 +39,7 @@ func (editorApp) menus() []menuDef {
 		{"File", []menuItem{{"New", "Ctrl+N", "new"}, {"Open...", "Ctrl+O", "open"}, {"Save", "Ctrl+S", "save"},
 			{"Save As...", "Ctrl+Shift+S", "save_as"}, sep(), {"Close", "Ctrl+W", "close"}}},
 		{"Edit", []menuItem{{"Select All", "Ctrl+A", "select_all"}, {"Copy", "Ctrl+C", "copy"}, {"Cut", "Ctrl+X", "cut"},
-			{"Paste", "Ctrl+V", "paste"}, sep(), {"Find and Replace...", "Ctrl+H", "replace"}}},
+			{"Paste", "Ctrl+V", "paste"}, sep(), {"Find and Replace...", "Ctrl+H", "replace"}, {"Go to Line...", "Ctrl+G", "goto"}}},
 	}
 }
 
@@ -91,6 +92,9 @@ func (a editorApp) build(d *Desktop, win *Node, content image.Rectangle) {
 		if b.All && (b.Lines[i] != "" || len(b.Lines) > 1) {
 			ta.add(&Node{Role: RolePanel, Rect: rect(o.X, y, min(max(textWidth(b.Lines[i]), charW), width), lineH), Style: cAccentLight, States: stDrawOnly})
 		}
+		if b.Sel > 0 && i == b.Line {
+			ta.add(&Node{Role: RolePanel, Rect: rect(o.X+b.Col*charW, y, min(b.Sel*charW, width), lineH), Style: cAccentLight, States: stDrawOnly})
+		}
 		ta.add(&Node{Role: RoleParagraph, Name: b.Lines[i], Rect: rect(o.X, y, width, lineH), States: stDrawOnly})
 	}
 	if ta.States&StFocused != 0 && !b.All && b.Line >= top && b.Line < top+l.rows {
@@ -130,6 +134,9 @@ func editorDialogSpec(e *EditorState) dialogSpec {
 	case "replace":
 		return dialogSpec{title: "Find and Replace", fields: []string{"Find", "Replace with"},
 			buttons: []dlgButton{{"cancel", "Close", false}, {"ok", "Replace All", true}}}
+	case "goto":
+		return dialogSpec{title: "Go to Line", fields: []string{"Line number"},
+			buttons: []dlgButton{{"cancel", "Cancel", false}, {"ok", "Go", true}}}
 	}
 	return dialogSpec{title: "Text Editor", buttons: []dlgButton{{"cancel", "OK", true}}}
 }
@@ -230,6 +237,12 @@ func (a editorApp) command(d *Desktop, cmd string) {
 				b.clearAll()
 				e.Dirty = true
 			}
+		} else if sel := b.selected(); sel != "" {
+			d.S.Clipboard = sel
+			if cmd == "cut" {
+				b.dropSel()
+				e.Dirty = true
+			}
 		}
 	case "paste":
 		if d.S.Clipboard != "" && b.insert(d.S.Clipboard) {
@@ -237,6 +250,8 @@ func (a editorApp) command(d *Desktop, cmd string) {
 		}
 	case "replace":
 		e.Dialog = &Dialog{Kind: "replace"}
+	case "goto":
+		e.Dialog = &Dialog{Kind: "goto"}
 	}
 	a.follow(d)
 }
@@ -277,6 +292,15 @@ func (a editorApp) dialogDone(d *Desktop, cmd string) {
 			e.Buf = newBuffer(strings.ReplaceAll(text, find, dl.Field2.Text))
 			e.Dirty = true
 		}
+	case dl.Kind == "goto" && cmd == "ok":
+		n, err := strconv.Atoi(strings.TrimSpace(dl.Field.Text))
+		if err != nil || n < 1 || n > len(e.Buf.Lines) {
+			dl.Error = fmt.Sprintf("Line number must be 1 to %d", len(e.Buf.Lines))
+			return
+		}
+		e.Dialog = nil
+		e.Buf.All, e.Buf.Sel, e.Buf.Line, e.Buf.Col = false, 0, n-1, 0
+		a.follow(d)
 	}
 }
 
@@ -301,7 +325,7 @@ func (a editorApp) click(d *Desktop, local string, ev ptrEvent) {
 		if ev.p.Y < o.Y {
 			line = b.Top
 		}
-		b.All = false
+		b.All, b.Sel = false, 0
 		b.Line = min(max(line, 0), len(b.Lines)-1)
 		b.Col = max((ev.p.X-o.X+charW/2)/charW, 0)
 		b.clamp()
@@ -323,7 +347,7 @@ func (a editorApp) key(d *Desktop, k Key) {
 		return
 	}
 	cmds := map[string]string{"ctrl+n": "new", "ctrl+o": "open", "ctrl+s": "save", "ctrl+shift+s": "save_as",
-		"ctrl+w": "close", "ctrl+c": "copy", "ctrl+x": "cut", "ctrl+v": "paste", "ctrl+h": "replace", "ctrl+f": "replace"}
+		"ctrl+w": "close", "ctrl+c": "copy", "ctrl+x": "cut", "ctrl+v": "paste", "ctrl+h": "replace", "ctrl+f": "replace", "ctrl+g": "goto"}
 	if cmd, ok := cmds[k.Combo()]; ok {
 		a.command(d, cmd)
 		return

@@ -237,6 +237,9 @@ func (a mailApp) buildCompose(d *Desktop, win *Node, r image.Rectangle) {
 		if b.All {
 			ta.add(&Node{Role: RolePanel, Rect: rect(o.X, y, max(textWidth(b.Lines[i]), charW), lineH), Style: cAccentLight, States: stDrawOnly})
 		}
+		if b.Sel > 0 && i == b.Line {
+			ta.add(&Node{Role: RolePanel, Rect: rect(o.X+b.Col*charW, y, b.Sel*charW, lineH), Style: cAccentLight, States: stDrawOnly})
+		}
 		ta.add(&Node{Role: RoleParagraph, Name: b.Lines[i], Rect: rect(o.X, y, l.body.Dx()-12, lineH), States: stDrawOnly})
 	}
 	if ta.States&StFocused != 0 && !b.All && b.Line >= top && b.Line < top+l.bodyRows {
@@ -423,7 +426,7 @@ func (a mailApp) click(d *Desktop, local string, ev ptrEvent) {
 		l := layoutCompose(layoutMail(d.contentRect("mail")).main)
 		b := &c.Body
 		b.clamp()
-		b.All = false
+		b.All, b.Sel = false, 0
 		b.Line = min(max(b.Top+(ev.p.Y-l.body.Min.Y-4)/lineH, 0), len(b.Lines)-1)
 		b.Col = max((ev.p.X-l.body.Min.X-6+charW/2)/charW, 0)
 		b.clamp()

@@ -80,6 +80,61 @@ func TestEditorFindReplaceAndUnsavedPrompt(t *testing.T) {
 	}
 }
 
+// TestEditorGoToLineAndSelectToEnd: Ctrl+G moves the caret to the start of
+// a numbered line (refusing a number outside the document), shift+end
+// selects the rest of the line, typing replaces the selection, a caret move
+// drops it, and cut takes it to the clipboard.
+func TestEditorGoToLineAndSelectToEnd(t *testing.T) {
+	u := setupUI(t, createFile("~/n.txt", "1. one\n2. two\n3. three"), openFile("~/n.txt"))
+	b := &u.d.S.Editor.Buf
+	u.act("hotkey ctrl g")
+	u.typ("9\n")
+	if dl := u.d.S.Editor.Dialog; dl == nil || dl.Kind != "goto" || !strings.Contains(dl.Error, "1 to 3") {
+		t.Fatalf("line 9 of 3: dialog %+v", dl)
+	}
+	u.act("hotkey ctrl a")
+	u.typ("2\n")
+	if u.d.S.Editor.Dialog != nil || b.Line != 1 || b.Col != 0 {
+		t.Fatalf("after Go to Line 2: dialog %+v, caret %d:%d", u.d.S.Editor.Dialog, b.Line, b.Col)
+	}
+	u.act("hotkey shift end")
+	if b.Sel != len("2. two") {
+		t.Fatalf("shift+end selected %d runes, want %d", b.Sel, len("2. two"))
+	}
+	// The selection is drawn: a highlight as wide as the selected runes.
+	highlit := 0
+	if n := u.d.View().Find("editor/text"); n != nil {
+		for _, c := range n.Children {
+			if c.Role == RolePanel && c.Style == cAccentLight {
+				highlit = c.Rect.Dx()
+			}
+		}
+	}
+	if highlit != len("2. two")*charW {
+		t.Fatalf("selection highlight %d px wide, want %d", highlit, len("2. two")*charW)
+	}
+	u.typ("2. TWO!")
+	if got := b.Text(); got != "1. one\n2. TWO!\n3. three" || b.Sel != 0 || !u.d.S.Editor.Dirty {
+		t.Fatalf("typing over the selection: %q sel=%d", got, b.Sel)
+	}
+	// A caret move drops the selection; delete then removes one rune.
+	u.act("hotkey ctrl g")
+	u.typ("3\n")
+	u.act("hotkey shift end")
+	u.act("key right")
+	u.act("key delete")
+	if got := b.Text(); got != "1. one\n2. TWO!\n3 three" {
+		t.Fatalf("delete after a caret move: %q", got)
+	}
+	// Cut takes a selection to the clipboard.
+	u.act("key home")
+	u.act("hotkey shift end")
+	u.act("hotkey ctrl x")
+	if got := b.Text(); got != "1. one\n2. TWO!\n" || u.d.S.Clipboard != "3 three" {
+		t.Fatalf("cut: text %q clipboard %q", got, u.d.S.Clipboard)
+	}
+}
+
 func TestSheetFormulaSortAndNameBox(t *testing.T) {
 	u := setupUI(t, createFile("~/s.csv", "Name,Score\nb,3\na,10\nc,1\n"), openFile("~/s.csv"))
 	u.click("click", "sheet/cell:B5")

@@ -2,6 +2,7 @@ package simdesk
 
 import (
 	"image"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -13,8 +14,9 @@ import (
 
 // textGoal makes a file hold a text: open it (or start a new document),
 // edit the buffer toward the target with the fewest keystrokes the planner
-// knows (one changed span: move the caret, delete, type), and save. With
-// editorOnly it edits whatever document is open and does not save.
+// knows (one changed span: move the caret, delete, type; a changed line:
+// go to it, select it, type it), and save. With editorOnly it edits
+// whatever document is open and does not save.
 type textGoal struct {
 	path       string
 	target     string
@@ -39,6 +41,10 @@ func (g *textGoal) next(p *planner, d *Desktop) (schemas.Action, error) {
 		case dl.Kind == "replace" && dl.Error == "":
 			if old, nw, ok := replacePair(e.Buf.Text(), g.target); ok {
 				return fillReplace(d, dl, old, nw)
+			}
+		case dl.Kind == "goto" && dl.Error == "":
+			if n, _, ok := changedLine(e.Buf.Text(), g.target); ok {
+				return fillField(&dl.Field, strconv.Itoa(n+1), true), nil
 			}
 		case dl.Kind == "unsaved":
 			btn := "discard"
@@ -82,6 +88,9 @@ func editStep(d *Desktop, target string) (schemas.Action, error) {
 	if _, _, ok := replacePair(cur, target); ok {
 		return hotkey("ctrl", "h"), nil
 	}
+	if n, line, ok := changedLine(cur, target); ok {
+		return rewriteLine(b, n, line), nil
+	}
 	start, del, ins := diffSpan(cur, target)
 	tlen := utf8.RuneCountInString(target)
 	if cur != "" && (del > action.MaxRepeat || del+utf8.RuneCountInString(ins) > tlen*3/5+20) && target != "" {
@@ -94,6 +103,45 @@ func editStep(d *Desktop, target string) (schemas.Action, error) {
 		return action.KeyAction("delete", del), nil
 	}
 	return typeText(ins), nil
+}
+
+// changedLine reports the one line n whose text differs between cur and
+// target, and its new text, when that is the whole change and the edit
+// deletes some of the line (not an append to it): the line is then
+// rewritten whole, as a person does ("change line 3 to read ..."), so the
+// plan names the line by its number and types the new line, whatever the
+// old and new lines share.
+func changedLine(cur, target string) (int, string, bool) {
+	a, b := strings.Split(cur, "\n"), strings.Split(target, "\n")
+	if len(a) != len(b) {
+		return 0, "", false
+	}
+	n := -1
+	for i := range a {
+		if a[i] != b[i] {
+			if n >= 0 {
+				return 0, "", false
+			}
+			n = i
+		}
+	}
+	if n < 0 || a[n] == "" || strings.HasPrefix(b[n], a[n]) {
+		return 0, "", false
+	}
+	return n, b[n], true
+}
+
+// rewriteLine takes one step of replacing line n with text: Go to Line,
+// select to the line's end, type.
+func rewriteLine(b *Buffer, n int, text string) schemas.Action {
+	b.clamp()
+	switch {
+	case b.Line != n || b.Col != 0:
+		return hotkey("ctrl", "g")
+	case b.Sel < utf8.RuneCountInString(b.Lines[n]):
+		return hotkey("shift", "end")
+	}
+	return typeText(text)
 }
 
 // replacePair finds a word whose every occurrence in cur, replaced by

@@ -117,6 +117,7 @@ type Buffer struct {
 	Line  int      `json:"line"`
 	Col   int      `json:"col"` // rune index in the line
 	All   bool     `json:"all,omitempty"`
+	Sel   int      `json:"sel,omitempty"` // runes selected from the caret on (shift+end)
 	Top   int      `json:"top,omitempty"` // first visible line
 }
 

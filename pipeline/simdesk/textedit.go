@@ -118,7 +118,27 @@ func (b *Buffer) clamp() {
 	}
 	b.Line = min(max(b.Line, 0), len(b.Lines)-1)
 	b.Col = min(max(b.Col, 0), utf8.RuneCountInString(b.Lines[b.Line]))
+	b.Sel = min(max(b.Sel, 0), utf8.RuneCountInString(b.Lines[b.Line])-b.Col)
 	b.Top = min(max(b.Top, 0), len(b.Lines)-1)
+}
+
+// selected is the text shift+end selected, or "".
+func (b *Buffer) selected() string {
+	b.clamp()
+	return string([]rune(b.Lines[b.Line])[b.Col : b.Col+b.Sel])
+}
+
+// dropSel deletes the text shift+end selected; it reports whether there
+// was any.
+func (b *Buffer) dropSel() bool {
+	b.clamp()
+	if b.Sel == 0 {
+		return false
+	}
+	line := []rune(b.Lines[b.Line])
+	b.Lines[b.Line] = string(append(line[:b.Col:b.Col], line[b.Col+b.Sel:]...))
+	b.Sel = 0
+	return true
 }
 
 // Offset returns the caret as a rune offset into Text().
@@ -167,6 +187,7 @@ func (b *Buffer) insert(s string) bool {
 		return false
 	}
 	b.clearAll()
+	b.dropSel()
 	b.clamp()
 	line := []rune(b.Lines[b.Line])
 	head, tail := string(line[:b.Col]), string(line[b.Col:])
@@ -198,6 +219,23 @@ func (b *Buffer) insert(s string) bool {
 func (b *Buffer) key(k Key, page int) (bool, bool) {
 	b.clamp()
 	line := []rune(b.Lines[b.Line])
+	switch k.Combo() {
+	case "shift+end":
+		// Selects from the caret to the line's end (a whole line after Go
+		// to Line), which typed text then replaces.
+		b.All, b.Sel = false, len(line)-b.Col
+		return true, false
+	case "backspace", "delete":
+		if b.dropSel() {
+			return true, true
+		}
+	case "enter", "tab":
+		// insert replaces the selection
+	default:
+		if _, typed := k.char(); !typed {
+			b.Sel = 0 // a caret move drops the selection
+		}
+	}
 	switch k.Combo() {
 	case "enter":
 		return true, b.insert("\n")
