@@ -140,6 +140,8 @@ func rewriteLine(b *Buffer, n int, text string) schemas.Action {
 		return hotkey("ctrl", "g")
 	case b.Sel < utf8.RuneCountInString(b.Lines[n]):
 		return hotkey("shift", "end")
+	case text == "":
+		return key("delete") // the line is emptied, not retyped
 	}
 	return typeText(text)
 }

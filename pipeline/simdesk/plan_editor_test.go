@@ -1,8 +1,11 @@
 package simdesk
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cualake/cualake/schemas"
 )
 
 func TestReplacePair(t *testing.T) {
@@ -24,6 +27,53 @@ func TestReplacePair(t *testing.T) {
 		old, nw, ok := replacePair(c.cur, c.target)
 		if ok != c.ok || (ok && (old != c.old || nw != c.nw)) {
 			t.Errorf("replacePair(%q, %q) = %q, %q, %v; want %q, %q, %v", c.cur, c.target, old, nw, ok, c.old, c.nw, c.ok)
+		}
+	}
+}
+
+// TestRewriteLine: a change confined to one line that loses some of its
+// text is made by Go to Line, shift+End and typing the new line (or
+// Delete, when the new line is empty); appends and multi-line changes are
+// not line rewrites.
+func TestRewriteLine(t *testing.T) {
+	for _, c := range []struct {
+		cur, target string
+		n           int
+		ok          bool
+	}{
+		{"1. a\n2. Call the supplier.\n", "1. a\n2. Water the plants.\n", 1, true},
+		{"x\ny", "x\n", 1, true},
+		{"x\ny", "x\ny and more", 0, false}, // an append
+		{"x\ny", "x2\ny2", 0, false},        // two lines
+		{"x\ny", "x\ny\nz", 0, false},       // a new line
+	} {
+		n, _, ok := changedLine(c.cur, c.target)
+		if ok != c.ok || (ok && n != c.n) {
+			t.Errorf("changedLine(%q, %q) = %d, %v; want %d, %v", c.cur, c.target, n, ok, c.n, c.ok)
+		}
+	}
+	for _, target := range []string{"1. one\n2. Water the plants.\n3. three", "1. one\n\n3. three"} {
+		u := setupUI(t, createFile("~/n.txt", "1. one\n2. Call the supplier.\n3. three"), openFile("~/n.txt"))
+		var kinds []string
+		for step := 0; u.d.S.Editor.Buf.Text() != target; step++ {
+			if step == 8 {
+				t.Fatalf("%q: not reached after %v, text %q", target, kinds, u.d.S.Editor.Buf.Text())
+			}
+			var a schemas.Action
+			var err error
+			if dl := u.d.S.Editor.Dialog; dl != nil && dl.Kind == "goto" {
+				n, _, _ := changedLine(u.d.S.Editor.Buf.Text(), target)
+				a = fillField(&dl.Field, strconv.Itoa(n+1), true)
+			} else if a, err = editStep(u.d, target); err != nil {
+				t.Fatal(err)
+			}
+			kinds = append(kinds, a.Kind+" "+strings.Join(a.Keys, "+"))
+			if msg := u.d.Apply(a); msg != "" {
+				t.Fatalf("%+v: %s", a, msg)
+			}
+		}
+		if got := strings.Join(kinds, ", "); !strings.HasPrefix(got, "hotkey ctrl+g, type , hotkey shift+end, ") {
+			t.Errorf("%q: actions %s", target, got)
 		}
 	}
 }
