@@ -55,8 +55,9 @@ const FormatVersion = 1
 // the editor has Go to Line (Ctrl+G) and shift+End, and the oracle rewrites
 // a changed line with them ("change line 3 to read ...") where it clicked
 // the caret into the line by coordinates and deleted the old text key by
-// key.
-const CodeVersion = "cualake/0.1.11"
+// key. 0.1.12: train --dropout (warmstart.dropout, rft.dropout); at 0, the
+// default, every result is 0.1.11's.
+const CodeVersion = "cualake/0.1.12"
 
 // File is one immutable data file of a table.
 type File struct {

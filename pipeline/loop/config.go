@@ -71,6 +71,9 @@ type Config struct {
 		// run id as before the fields).
 		Dim    int `yaml:"dim" json:"dim,omitempty"`
 		Layers int `yaml:"layers" json:"layers,omitempty"`
+		// Dropout is the warm start's dropout probability (train
+		// --dropout; 0: none, left out of the run id as before the field).
+		Dropout float64 `yaml:"dropout" json:"dropout,omitempty"`
 	} `yaml:"warmstart" json:"warmstart"`
 
 	InitialPass struct {
@@ -173,6 +176,9 @@ type RFTConfig struct {
 	// round imitates at most PerTask successes per task, and a solved task
 	// keeps the ones it has).
 	Pass string `yaml:"pass" json:"pass,omitempty"`
+	// Dropout is each round's dropout probability (train --dropout; 0:
+	// none, left out of the run id as before the field).
+	Dropout float64 `yaml:"dropout" json:"dropout,omitempty"`
 }
 
 // Default returns the demo configuration.
@@ -280,6 +286,7 @@ func (c Config) Validate() error {
 	if c.RFT.Iterations > 0 {
 		check(c.RFT.N >= 1, "rft.n is %d, want >= 1", c.RFT.N)
 		check(c.RFT.Steps >= 1, "rft.steps is %d, want >= 1", c.RFT.Steps)
+		check(c.RFT.Dropout >= 0 && c.RFT.Dropout < 1, "rft.dropout is %v, want a probability in [0, 1)", c.RFT.Dropout)
 		check(positive(c.RFT.LR), "rft.lr is %v, want a finite number > 0", c.RFT.LR)
 		check(c.RFT.PerTask >= 0, "rft.per_task is %d, want >= 0 (0: every success)", c.RFT.PerTask)
 		check(c.RFT.Imitate == "both" || c.RFT.Imitate == "successes" || c.RFT.Imitate == "demos",
@@ -287,6 +294,7 @@ func (c Config) Validate() error {
 		check(c.RFT.Pick == "random" || c.RFT.Pick == "shortest", "rft.pick is %q, want random or shortest", c.RFT.Pick)
 		check(c.RFT.Pass == "all" || c.RFT.Pass == "unsolved", "rft.pass is %q, want all or unsolved", c.RFT.Pass)
 	}
+	check(c.Warmstart.Dropout >= 0 && c.Warmstart.Dropout < 1, "warmstart.dropout is %v, want a probability in [0, 1)", c.Warmstart.Dropout)
 	check(c.Warmstart.Dim >= 0 && c.Warmstart.Dim%4 == 0, "warmstart.dim is %d, want a multiple of 4 (0: the default, 64)", c.Warmstart.Dim)
 	check(c.Warmstart.Layers >= 0 && c.Warmstart.Layers <= 32, "warmstart.layers is %d, want 0..32 (0: the default, 2)", c.Warmstart.Layers)
 	check(c.Warmstart.Steps >= 1, "warmstart.steps is %d, want >= 1", c.Warmstart.Steps)

@@ -565,3 +565,52 @@ func TestWarmstartModelSize(t *testing.T) {
 		}
 	}
 }
+
+// warmstart.dropout and rft.dropout reach the warm start's and every RFT
+// round's train flags only when set, so a config without them keeps its
+// run id (the golden ids of TestCoverageKeepsRunIDs); a probability
+// outside [0, 1) is refused before anything runs.
+func TestDropoutFlags(t *testing.T) {
+	c := Default()
+	c.Iterations, c.RFT.Iterations = 3, 2
+	base := RunID(c)
+	for _, s := range Plan(c) {
+		if strings.Contains(strings.Join(s.Flags, " "), "--dropout") {
+			t.Fatalf("no dropout set, yet %s passes it: %v", s.Key, s.Flags)
+		}
+	}
+	c.Warmstart.Dropout = 0.1
+	ws := RunID(c)
+	if ws == base || !strings.Contains(stepFlags(t, c, "warm-sft"), "--dropout 0.1") {
+		t.Fatalf("warmstart.dropout 0.1: run id %s (default %s), flags %s", ws, base, stepFlags(t, c, "warm-sft"))
+	}
+	if f := stepFlags(t, c, "it01-train"); strings.Contains(f, "--dropout") {
+		t.Fatalf("warmstart.dropout reached the RFT round: %s", f)
+	}
+	c.RFT.Dropout = 0.2
+	if RunID(c) == ws {
+		t.Fatal("rft.dropout names warmstart.dropout's run")
+	}
+	for _, k := range []string{"it01-train", "it02-train"} {
+		if f := stepFlags(t, c, k); !strings.Contains(f, "--dropout 0.2") {
+			t.Fatalf("%s: %s", k, f)
+		}
+	}
+	if f := stepFlags(t, c, "it03-train"); strings.Contains(f, "--dropout") {
+		t.Fatalf("the GRPO iteration trains with dropout: %s", f)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []func(c *Config){
+		func(c *Config) { c.Warmstart.Dropout = 1 },
+		func(c *Config) { c.Warmstart.Dropout = math.NaN() },
+		func(c *Config) { c.RFT.Dropout = -0.1 },
+	} {
+		b := c
+		bad(&b)
+		if err := b.Validate(); err == nil || !strings.Contains(err.Error(), "dropout") {
+			t.Fatalf("%+v %+v: %v", b.Warmstart, b.RFT, err)
+		}
+	}
+}

@@ -187,7 +187,7 @@ func (m *Model) hidden(s *tx.Scope, st *stream, c *cache, keep []int64) *ts.Tens
 			s.IndexSelect(m.w("vision.pos"), 0, s.Int64s(st.padIdx, []int64{n}, m.dev)))
 		x = s.IndexCopy(x, 0, s.Int64s(st.padPos, []int64{n}, m.dev), proj)
 	}
-	x = s.Add(x, s.Narrow(m.pos, 0, P, T))
+	x = m.dropped(s, s.Add(x, s.Narrow(m.pos, 0, P, T)))
 	// Attention runs in blocks of queryBlock queries, each over the keys its
 	// last query may see: no [H, T, T] tensor is ever made (tens of MB per
 	// op at a few thousand tokens), and the keys after a block, which the
@@ -239,7 +239,7 @@ func (m *Model) hidden(s *tx.Scope, st *stream, c *cache, keep []int64) *ts.Tens
 			att = s.Cat(outs, 1)
 		}
 		o := s.Reshape(s.Permute(att, 1, 0, 2), T, D)
-		x = s.Add(x, s.Linear(o, m.w(pre+"out.w"), m.w(pre+"out.b")))
+		x = s.Add(x, m.dropped(s, s.Linear(o, m.w(pre+"out.w"), m.w(pre+"out.b"))))
 		x = m.feedForward(s, pre, x)
 	}
 	if c != nil && s.Err() == nil {
@@ -254,7 +254,7 @@ func (m *Model) hidden(s *tx.Scope, st *stream, c *cache, keep []int64) *ts.Tens
 // feedForward adds the layer's attention-free half to the residual x.
 func (m *Model) feedForward(s *tx.Scope, pre string, x *ts.Tensor) *ts.Tensor {
 	h := s.LayerNorm(x, m.w(pre+"ln2.w"), m.w(pre+"ln2.b"), int64(m.cfg.Dim))
-	return s.Add(x, s.Linear(s.Gelu(s.Linear(h, m.w(pre+"ff1.w"), m.w(pre+"ff1.b"))), m.w(pre+"ff2.w"), m.w(pre+"ff2.b")))
+	return s.Add(x, m.dropped(s, s.Linear(s.Gelu(s.Linear(h, m.w(pre+"ff1.w"), m.w(pre+"ff1.b"))), m.w(pre+"ff2.w"), m.w(pre+"ff2.b"))))
 }
 
 // lastLayer finishes the last layer at the rows keep of the residual x
@@ -298,7 +298,7 @@ func (m *Model) lastLayer(s *tx.Scope, pre string, x, q, k, v *ts.Tensor, P, T i
 		att = s.Cat(outs, 1)
 	}
 	o := s.Reshape(s.Permute(att, 1, 0, 2), n, D)
-	xk := s.Add(s.IndexSelect(x, 0, rows), s.Linear(o, m.w(pre+"out.w"), m.w(pre+"out.b")))
+	xk := s.Add(s.IndexSelect(x, 0, rows), m.dropped(s, s.Linear(o, m.w(pre+"out.w"), m.w(pre+"out.b"))))
 	out := m.feedForward(s, pre, xk)
 	if slices.Equal(sorted, keep) {
 		return out

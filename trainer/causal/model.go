@@ -63,6 +63,7 @@ type Model struct {
 	pos       *ts.Tensor // [MaxContext, Dim] sinusoidal positions, not trained
 	outMask   *ts.Tensor // [VocabSize]: -1e9 at the ids the model never writes, 0 elsewhere
 	never     []int32    // those compact ids
+	drop      *dropout   // a supervised step's leaf view only (SFTOptions.Dropout); nil elsewhere
 }
 
 type param struct {

@@ -110,6 +110,13 @@ type SFTOptions struct {
 	// its scorable context tokens (mapped ids the model may write), times
 	// ContextWeight, is added. 0 trains the masked tokens alone.
 	ContextWeight float64
+	// Dropout is the probability that a residual-branch activation of the
+	// step's forward passes is zeroed (0: none). A training pass only: the
+	// policy samples and scores without it. Masks are drawn from
+	// DropoutSeed and each item's index in the batch, so a step's bits do
+	// not depend on how many items run at once.
+	Dropout     float64
+	DropoutSeed uint64
 }
 
 // SFTStep is one supervised update: the token cross-entropy of the trained
@@ -123,6 +130,9 @@ func SFTStep(m *Model, opt *trainer.Optimizer, batch []Item, opts SFTOptions) (s
 	}
 	if w := opts.ContextWeight; w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
 		return sm, fmt.Errorf("causal sft step: context weight %v must be finite and >= 0", w)
+	}
+	if p := opts.Dropout; !(p >= 0 && p < 1) {
+		return sm, fmt.Errorf("causal sft step: dropout %v must be in [0, 1)", p)
 	}
 	ctxAt := make([][]int, len(batch))
 	ctxTotal := 0
@@ -138,6 +148,7 @@ func SFTStep(m *Model, opt *trainer.Optimizer, batch []Item, opts SFTOptions) (s
 	hits := 0
 	err = inOrder(len(batch), m.workers(), func(i int) (itemGrads, error) {
 		return m.onLeaves(func(v *Model) (r itemGrads, err error) {
+			v.drop = newDropout(opts.Dropout, opts.DropoutSeed, i)
 			var ctx []int
 			if ctxTotal > 0 {
 				ctx = ctxAt[i]

@@ -442,9 +442,10 @@ func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params,
 	countTokens(out, rows)
 	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x5f7))
 	order, pos := rng.Perm(len(items)), 0
-	sopts := causal.SFTOptions{MaxGradNorm: trainer.DefaultMaxGradNorm, ContextWeight: CausalSFTContextWeight}
+	sopts := causal.SFTOptions{MaxGradNorm: trainer.DefaultMaxGradNorm, ContextWeight: CausalSFTContextWeight, Dropout: p.Dropout}
 	t0 := time.Now()
 	for step := 0; step < p.Steps; step++ {
+		sopts.DropoutSeed = uint64(p.Seed)<<20 ^ uint64(step) // each step's masks its own
 		if err := opt.SetLR(cosineLR(lr, step, p.Steps)); err != nil {
 			return nil, err
 		}

@@ -57,6 +57,11 @@ type Params struct {
 	// A continued model keeps its checkpoint's.
 	Dim    int `json:"dim,omitempty"`
 	Layers int `json:"layers,omitempty"`
+	// Dropout is sft's and rft's dropout probability (causal.SFTOptions;
+	// 0: none, left out of the params as before the field). GRPO trains
+	// without it: its ratio's old log-probabilities are the sampler's,
+	// which had none.
+	Dropout float64 `json:"dropout,omitempty"`
 	// Progress, when set, is called after every optimiser step with the
 	// steps done and the total, so a long SFT shows how far it is.
 	Progress func(done, total int) `json:"-"`
@@ -228,6 +233,12 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params) (*Output
 	p = p.Resolve()
 	if p.Steps < 1 || p.Batch < 1 || !(p.LR > 0) {
 		return nil, fmt.Errorf("train: steps and batch must be >= 1 and lr > 0 (have %d, %d, %v)", p.Steps, p.Batch, p.LR)
+	}
+	if !(p.Dropout >= 0 && p.Dropout < 1) {
+		return nil, fmt.Errorf("train --dropout %v: want a probability in [0, 1)", p.Dropout)
+	}
+	if p.Dropout > 0 && p.Objective == "grpo" {
+		return nil, errors.New("train --dropout applies to --objective sft and rft: GRPO's old log-probabilities are the sampler's, which ran without dropout")
 	}
 	if err := trainer.SetThreads(Threads); err != nil {
 		return nil, err

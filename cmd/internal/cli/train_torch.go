@@ -109,6 +109,13 @@ func runTrain(c *cli.Context) error {
 	if (p.Dim > 0 || p.Layers > 0) && p.Objective != "sft" {
 		return usageErr("--dim and --layers size the model --objective sft creates; %s continues its checkpoint's", p.Objective)
 	}
+	p.Dropout = c.Float64("dropout")
+	if !(p.Dropout >= 0 && p.Dropout < 1) {
+		return usageErr("--dropout is %v, want a probability in [0, 1)", p.Dropout)
+	}
+	if p.Dropout > 0 && p.Objective == "grpo" {
+		return usageErr("--dropout applies to --objective sft and rft: GRPO's old log-probabilities are the sampler's, which ran without dropout")
+	}
 	if p.Pick = c.String("pick"); p.Pick == "random" {
 		p.Pick = stage.PickRandom
 	}
