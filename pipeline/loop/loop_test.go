@@ -356,13 +356,19 @@ func TestExampleConfigsValidate(t *testing.T) {
 // TestCoverageKeepsRunIDs: warmstart.coverage 1 (every training task
 // demonstrated) is the default and names the run that configs from before
 // the field named (the golden ids are RunID(Default()) at seeds 1 and 2 as
-// committed by cualake/0.1.6), so a lake's warm starts and arms are still
+// committed by cualake/0.1.6, which had no dropout: warmstart.dropout 0
+// is left out of the id), so a lake's warm starts and arms are still
 // found; a fraction is another run, and its demonstrations step says it.
+// The default since 0.1.12, dropout 0.1, is another run (its own golden).
 func TestCoverageKeepsRunIDs(t *testing.T) {
 	c := Default()
 	if c.Warmstart.Coverage != 1 {
 		t.Fatalf("default coverage %v, want 1", c.Warmstart.Coverage)
 	}
+	if got := RunID(c); got != "0d24ececd76e" {
+		t.Fatalf("default run id %s, want 0.1.12's 0d24ececd76e", got)
+	}
+	c.Warmstart.Dropout = 0
 	if got := RunID(c); got != "5319d0077d35" {
 		t.Fatalf("default run id %s, want 0.1.6's 5319d0077d35", got)
 	}
@@ -430,7 +436,7 @@ func TestRFTPlan(t *testing.T) {
 			t.Fatalf("%s names the default run", o.flag)
 		}
 		for _, s := range Plan(c) {
-			if s.Key == "it02-train" && !strings.HasSuffix(strings.Join(s.Flags, " "), " "+o.flag) {
+			if s.Key == "it02-train" && !strings.Contains(strings.Join(s.Flags, " "), " "+o.flag+" ") {
 				t.Fatalf("%s, it02-train: %v", o.flag, s.Flags)
 			}
 		}
@@ -566,38 +572,41 @@ func TestWarmstartModelSize(t *testing.T) {
 	}
 }
 
-// warmstart.dropout and rft.dropout reach the warm start's and every RFT
-// round's train flags only when set, so a config without them keeps its
-// run id (the golden ids of TestCoverageKeepsRunIDs); a probability
-// outside [0, 1) is refused before anything runs.
+// warmstart.dropout and rft.dropout (default 0.1) reach the warm start's
+// and every RFT round's train flags, spelled out even at 0 (train's own
+// default is 0.1), and never a GRPO iteration's; a probability outside
+// [0, 1) is refused before anything runs.
 func TestDropoutFlags(t *testing.T) {
 	c := Default()
 	c.Iterations, c.RFT.Iterations = 3, 2
-	base := RunID(c)
-	for _, s := range Plan(c) {
-		if strings.Contains(strings.Join(s.Flags, " "), "--dropout") {
-			t.Fatalf("no dropout set, yet %s passes it: %v", s.Key, s.Flags)
-		}
+	if c.Warmstart.Dropout != 0.1 || c.RFT.Dropout != 0.1 {
+		t.Fatalf("default dropout %v, %v; want 0.1, 0.1", c.Warmstart.Dropout, c.RFT.Dropout)
 	}
-	c.Warmstart.Dropout = 0.1
-	ws := RunID(c)
-	if ws == base || !strings.Contains(stepFlags(t, c, "warm-sft"), "--dropout 0.1") {
-		t.Fatalf("warmstart.dropout 0.1: run id %s (default %s), flags %s", ws, base, stepFlags(t, c, "warm-sft"))
-	}
-	if f := stepFlags(t, c, "it01-train"); strings.Contains(f, "--dropout") {
-		t.Fatalf("warmstart.dropout reached the RFT round: %s", f)
-	}
-	c.RFT.Dropout = 0.2
-	if RunID(c) == ws {
-		t.Fatal("rft.dropout names warmstart.dropout's run")
-	}
-	for _, k := range []string{"it01-train", "it02-train"} {
-		if f := stepFlags(t, c, k); !strings.Contains(f, "--dropout 0.2") {
+	for _, k := range []string{"warm-sft", "it01-train", "it02-train"} {
+		if f := stepFlags(t, c, k); !strings.Contains(f, "--dropout 0.1") {
 			t.Fatalf("%s: %s", k, f)
 		}
 	}
 	if f := stepFlags(t, c, "it03-train"); strings.Contains(f, "--dropout") {
 		t.Fatalf("the GRPO iteration trains with dropout: %s", f)
+	}
+	base := RunID(c)
+	c.Warmstart.Dropout = 0
+	ws := RunID(c)
+	if ws == base || !strings.Contains(stepFlags(t, c, "warm-sft"), "--dropout 0 ") {
+		t.Fatalf("warmstart.dropout 0: run id %s (default %s), flags %s", ws, base, stepFlags(t, c, "warm-sft"))
+	}
+	if f := stepFlags(t, c, "it01-train"); !strings.Contains(f, "--dropout 0.1") {
+		t.Fatalf("warmstart.dropout reached the RFT round: %s", f)
+	}
+	c.RFT.Dropout = 0.2
+	if RunID(c) == ws {
+		t.Fatal("rft.dropout names another config's run")
+	}
+	for _, k := range []string{"it01-train", "it02-train"} {
+		if f := stepFlags(t, c, k); !strings.HasSuffix(f, "--dropout 0.2") {
+			t.Fatalf("%s: %s", k, f)
+		}
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)

@@ -84,9 +84,8 @@ func Plan(c Config) []Step {
 	if c.Warmstart.Layers > 0 {
 		sftFlags = append(sftFlags, "--layers", itoa(c.Warmstart.Layers))
 	}
-	if c.Warmstart.Dropout > 0 {
-		sftFlags = append(sftFlags, "--dropout", ftoa(c.Warmstart.Dropout))
-	}
+	// Always spelled out: train's default (0.1) is not the config's 0.
+	sftFlags = append(sftFlags, "--dropout", ftoa(c.Warmstart.Dropout))
 	sftFlags = append(sftFlags, "--policy", c.Policy)
 	add("warm-segment", "warm start: segment the demonstrations ("+c.Segment.Mode+")", 2, -1, []string{"segment"}, segFlags()...)
 	add("warm-sft", "warm start: supervised fine-tuning", rate.sftStep*float64(c.Warmstart.Steps), -1, []string{"train"}, sftFlags...)
@@ -119,9 +118,7 @@ func Plan(c Config) []Step {
 		if c.RFT.Pick != "random" {
 			rft = append(rft, "--pick", c.RFT.Pick)
 		}
-		if c.RFT.Dropout > 0 {
-			rft = append(rft, "--dropout", ftoa(c.RFT.Dropout))
-		}
+		rft = append(rft, "--dropout", ftoa(c.RFT.Dropout))
 		add(fmt.Sprintf("it%02d-train", it), title("train (RFT on the verified successes)"), rate.sftStep*float64(c.RFT.Steps), it, []string{"train"}, rft...)
 		s = append(s, evalStep(it))
 	}

@@ -58,9 +58,9 @@ type Params struct {
 	Dim    int `json:"dim,omitempty"`
 	Layers int `json:"layers,omitempty"`
 	// Dropout is sft's and rft's dropout probability (causal.SFTOptions;
-	// 0: none, left out of the params as before the field). GRPO trains
-	// without it: its ratio's old log-probabilities are the sampler's,
-	// which had none.
+	// 0: none, left out of the params). The command's default is
+	// DefaultDropout. GRPO trains without it: its ratio's old
+	// log-probabilities are the sampler's, which had none.
 	Dropout float64 `json:"dropout,omitempty"`
 	// Progress, when set, is called after every optimiser step with the
 	// steps done and the total, so a long SFT shows how far it is.

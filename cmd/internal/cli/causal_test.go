@@ -444,15 +444,15 @@ func TestSFTOnOracleRolloutsOfAnySource(t *testing.T) {
 			t.Fatalf("%v: %v\n%s", bad, err, out)
 		}
 	}
-	// --dropout is recorded in the params only when set (a plain run's
-	// params are as before the flag); GRPO and probabilities outside
-	// [0, 1) are refused.
-	if strings.Contains(ck.Params, "dropout") {
-		t.Fatalf("sft without --dropout records it: %s", ck.Params)
+	// sft's default dropout is 0.1, recorded in the params; --dropout 0
+	// trains without (left out of the params); GRPO and probabilities
+	// outside [0, 1) are refused.
+	if !strings.Contains(ck.Params, `"dropout":0.1`) {
+		t.Fatalf("sft's default dropout is not recorded: %s", ck.Params)
 	}
-	runJSON(t, &res, "train", "--objective", "sft", "--steps", "2", "--dropout", "0.1")
-	if _, ck, _ = latestModel(t, l); !strings.Contains(ck.Params, `"dropout":0.1`) {
-		t.Fatalf("sft --dropout 0.1: params %s", ck.Params)
+	runJSON(t, &res, "train", "--objective", "sft", "--steps", "2", "--dropout", "0")
+	if _, ck, _ = latestModel(t, l); strings.Contains(ck.Params, "dropout") {
+		t.Fatalf("sft --dropout 0: params %s", ck.Params)
 	}
 	for _, bad := range [][]string{
 		{"train", "--objective", "sft", "--dropout", "1"},

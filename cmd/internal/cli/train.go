@@ -40,7 +40,7 @@ Example:
    cualake segment --view pointer --image-tokens 8 && cualake train --objective sft
    cualake train --objective sft --steps 100 --batch 4 --json
    cualake train --objective sft --dim 128 --layers 3
-   cualake train --objective sft --dropout 0.1
+   cualake train --objective sft --dropout 0
    cualake train --objective grpo --advantage stepo --steps 20 --json
    cualake train --objective grpo --max-stale 3 --mini-groups 4
    cualake train --objective rft --per-task 2 --json
@@ -57,7 +57,7 @@ train_groups gets one row per group considered (channel, policy lag, kept).`,
 			&cli.IntFlag{Name: "per-task", Usage: "rft: imitate at most N of a task's successful rollouts (0: all)"},
 			&cli.IntFlag{Name: "dim", Usage: "sft: the fresh model's width (default 64; a multiple of its 4 heads; feed-forward 4x)"},
 			&cli.IntFlag{Name: "layers", Usage: "sft: the fresh model's transformer layers (default 2)"},
-			&cli.Float64Flag{Name: "dropout", Usage: "sft, rft: probability of zeroing an embedding or sub-layer output activation while training (0: none; masks drawn from --seed)"},
+			&cli.Float64Flag{Name: "dropout", Usage: "sft, rft: probability of zeroing an embedding or sub-layer output activation while training (default 0.1; 0: none; masks drawn from --seed; grpo: none)"},
 			&cli.StringFlag{Name: "pick", Value: "random", Usage: "rft: which of a task's successes --per-task keeps: random (by --seed) or shortest (fewest steps first; EvoCUA-1.5 3.3's length preference)"},
 			&cli.StringFlag{Name: "imitate", Value: "both", Usage: "rft: both, successes (the policy's alone) or demos (the demonstrations alone: a control)"},
 			&cli.StringFlag{Name: "policy", Value: defaultPolicy, Usage: "sft: the model to create: causal, the only one (encdec was removed after 7878f89)"},

@@ -109,7 +109,10 @@ func runTrain(c *cli.Context) error {
 	if (p.Dim > 0 || p.Layers > 0) && p.Objective != "sft" {
 		return usageErr("--dim and --layers size the model --objective sft creates; %s continues its checkpoint's", p.Objective)
 	}
-	p.Dropout = c.Float64("dropout")
+	p.Dropout = stage.DefaultDropout(p.Objective)
+	if c.IsSet("dropout") {
+		p.Dropout = c.Float64("dropout")
+	}
 	if !(p.Dropout >= 0 && p.Dropout < 1) {
 		return usageErr("--dropout is %v, want a probability in [0, 1)", p.Dropout)
 	}
