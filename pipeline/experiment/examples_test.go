@@ -64,22 +64,37 @@ func TestExamplesResolve(t *testing.T) {
 }
 
 // TestDemoIsTheCheckedArm: `make demo`'s config (examples/demo.yaml over
-// the defaults) names the run of demo-rft-check.yaml's arm, so the
-// demo's numbers in the README are that arm's seeds, computed by the same
-// steps.
+// the defaults) names the run of split-check.yaml's arm and of
+// dropout.yaml's p0.1 arm, so the demo's numbers in the README are those
+// arms' seeds, computed by the same steps; dropout.yaml's p0 arm is the
+// demo's config without dropout, another run.
 func TestDemoIsTheCheckedArm(t *testing.T) {
 	demo, err := loop.Load("../../examples/demo.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Load("../../examples/experiments/demo-rft-check.yaml")
-	if err != nil {
-		t.Fatal(err)
+	arm := func(file, variant string) loop.Config {
+		t.Helper()
+		p, err := Load("../../examples/experiments/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range p.Arms {
+			if a.Variant == variant {
+				c := a.Config
+				c.Seed = demo.Seed
+				return c
+			}
+		}
+		t.Fatalf("%s has no arm %s", file, variant)
+		return loop.Config{}
 	}
-	a := p.Arms[0]
-	c := a.Config
-	c.Seed = demo.Seed
-	if loop.RunID(c) != loop.RunID(demo) {
-		t.Fatalf("examples/demo.yaml is not the arm %s/%s: run %s against %s", a.Variant, a.Branch, loop.RunID(demo), loop.RunID(c))
+	for _, a := range []struct{ file, variant string }{{"split-check.yaml", "demo"}, {"dropout.yaml", "p0.1"}} {
+		if c := arm(a.file, a.variant); loop.RunID(c) != loop.RunID(demo) {
+			t.Fatalf("examples/demo.yaml is not %s's arm %s: run %s against %s", a.file, a.variant, loop.RunID(demo), loop.RunID(c))
+		}
+	}
+	if c := arm("dropout.yaml", "p0"); loop.RunID(c) == loop.RunID(demo) || c.Warmstart.Dropout != 0 || c.RFT.Dropout != 0 {
+		t.Fatalf("dropout.yaml's p0 arm is the demo's run or has dropout: %+v %+v", c.Warmstart, c.RFT)
 	}
 }

@@ -55,8 +55,10 @@ const FormatVersion = 1
 // the editor has Go to Line (Ctrl+G) and shift+End, and the oracle rewrites
 // a changed line with them ("change line 3 to read ...") where it clicked
 // the caret into the line by coordinates and deleted the old text key by
-// key. 0.1.12: train --dropout (warmstart.dropout, rft.dropout); at 0, the
-// default, every result is 0.1.11's.
+// key. 0.1.12: train --dropout (default 0.1 for sft and rft; config keys
+// warmstart.dropout and rft.dropout, default 0, which make demo sets to
+// 0.1); at 0 every result is 0.1.11's, so `cualake run`'s default loop
+// computes 0.1.11's bits.
 const CodeVersion = "cualake/0.1.12"
 
 // File is one immutable data file of a table.

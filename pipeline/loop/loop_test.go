@@ -356,19 +356,14 @@ func TestExampleConfigsValidate(t *testing.T) {
 // TestCoverageKeepsRunIDs: warmstart.coverage 1 (every training task
 // demonstrated) is the default and names the run that configs from before
 // the field named (the golden ids are RunID(Default()) at seeds 1 and 2 as
-// committed by cualake/0.1.6, which had no dropout: warmstart.dropout 0
-// is left out of the id), so a lake's warm starts and arms are still
-// found; a fraction is another run, and its demonstrations step says it.
-// The default since 0.1.12, dropout 0.1, is another run (its own golden).
+// committed by cualake/0.1.6; the default warmstart.dropout, 0, is left
+// out of the id), so a lake's warm starts and arms are still found; a
+// fraction is another run, and its demonstrations step says it.
 func TestCoverageKeepsRunIDs(t *testing.T) {
 	c := Default()
 	if c.Warmstart.Coverage != 1 {
 		t.Fatalf("default coverage %v, want 1", c.Warmstart.Coverage)
 	}
-	if got := RunID(c); got != "0d24ececd76e" {
-		t.Fatalf("default run id %s, want 0.1.12's 0d24ececd76e", got)
-	}
-	c.Warmstart.Dropout = 0
 	if got := RunID(c); got != "5319d0077d35" {
 		t.Fatalf("default run id %s, want 0.1.6's 5319d0077d35", got)
 	}
@@ -572,18 +567,19 @@ func TestWarmstartModelSize(t *testing.T) {
 	}
 }
 
-// warmstart.dropout and rft.dropout (default 0.1) reach the warm start's
-// and every RFT round's train flags, spelled out even at 0 (train's own
-// default is 0.1), and never a GRPO iteration's; a probability outside
-// [0, 1) is refused before anything runs.
+// warmstart.dropout and rft.dropout (default 0; make demo's 0.1) reach
+// the warm start's and every RFT round's train flags, spelled out even at
+// 0 (train's own default is 0.1), and never a GRPO iteration's; a
+// nonzero one names another run, and a probability outside [0, 1) is
+// refused before anything runs.
 func TestDropoutFlags(t *testing.T) {
 	c := Default()
 	c.Iterations, c.RFT.Iterations = 3, 2
-	if c.Warmstart.Dropout != 0.1 || c.RFT.Dropout != 0.1 {
-		t.Fatalf("default dropout %v, %v; want 0.1, 0.1", c.Warmstart.Dropout, c.RFT.Dropout)
+	if c.Warmstart.Dropout != 0 || c.RFT.Dropout != 0 {
+		t.Fatalf("default dropout %v, %v; want 0, 0", c.Warmstart.Dropout, c.RFT.Dropout)
 	}
 	for _, k := range []string{"warm-sft", "it01-train", "it02-train"} {
-		if f := stepFlags(t, c, k); !strings.Contains(f, "--dropout 0.1") {
+		if f := stepFlags(t, c, k); !strings.Contains(f+" ", "--dropout 0 ") {
 			t.Fatalf("%s: %s", k, f)
 		}
 	}
@@ -591,12 +587,12 @@ func TestDropoutFlags(t *testing.T) {
 		t.Fatalf("the GRPO iteration trains with dropout: %s", f)
 	}
 	base := RunID(c)
-	c.Warmstart.Dropout = 0
+	c.Warmstart.Dropout = 0.1
 	ws := RunID(c)
-	if ws == base || !strings.Contains(stepFlags(t, c, "warm-sft"), "--dropout 0 ") {
-		t.Fatalf("warmstart.dropout 0: run id %s (default %s), flags %s", ws, base, stepFlags(t, c, "warm-sft"))
+	if ws == base || !strings.Contains(stepFlags(t, c, "warm-sft"), "--dropout 0.1 ") {
+		t.Fatalf("warmstart.dropout 0.1: run id %s (default %s), flags %s", ws, base, stepFlags(t, c, "warm-sft"))
 	}
-	if f := stepFlags(t, c, "it01-train"); !strings.Contains(f, "--dropout 0.1") {
+	if f := stepFlags(t, c, "it01-train"); !strings.HasSuffix(f, "--dropout 0") {
 		t.Fatalf("warmstart.dropout reached the RFT round: %s", f)
 	}
 	c.RFT.Dropout = 0.2

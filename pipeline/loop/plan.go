@@ -84,7 +84,7 @@ func Plan(c Config) []Step {
 	if c.Warmstart.Layers > 0 {
 		sftFlags = append(sftFlags, "--layers", itoa(c.Warmstart.Layers))
 	}
-	// Always spelled out: train's default (0.1) is not the config's 0.
+	// Always spelled out: train's default (0.1) is not the config's (0).
 	sftFlags = append(sftFlags, "--dropout", ftoa(c.Warmstart.Dropout))
 	sftFlags = append(sftFlags, "--policy", c.Policy)
 	add("warm-segment", "warm start: segment the demonstrations ("+c.Segment.Mode+")", 2, -1, []string{"segment"}, segFlags()...)

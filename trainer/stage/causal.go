@@ -532,12 +532,14 @@ func knownTrained(model *causal.Model, it causal.Item) error {
 const CausalSFTContextWeight = 0.3
 
 // CausalDropout is the supervised objectives' dropout (train --dropout's
-// default for sft and rft). The warm start fits its demonstrations to
-// about 0.02 nats a token in 400 steps and had no regularisation; with
-// dropout 0.1 in the warm start and the RFT rounds, make demo's config
-// ends round 3 at 59.2% +- 5.2 held-out over seeds 1-9 against 54.4% +-
-// 6.7 without, higher at 8 of the 9 seeds (examples/experiments/
-// dropout.yaml, docs/experiments.md "Dropout").
+// default for sft and rft: make demo's setting). On a quarter of the
+// training tasks' demonstrations the warm start fits them to about 0.02
+// nats a token in 400 steps; with dropout 0.1 in the warm start and the
+// RFT rounds, make demo's config ends round 3 at 59.2% +- 5.2 held-out
+// over seeds 1-9 against 54.4% +- 6.7 without, higher at 8 of the 9 seeds
+// (examples/experiments/dropout.yaml). With every task demonstrated the
+// same 400 steps underfit and dropout lowers the warm start, so `cualake
+// run`'s default loop sets 0 (docs/experiments.md, "Dropout").
 const CausalDropout = 0.1
 
 // DefaultDropout is train --dropout's default for objective: CausalDropout
