@@ -74,9 +74,10 @@ type Config struct {
 		// Dropout is the warm start's dropout probability (train
 		// --dropout). Default 0, left out of the run id, so the default
 		// config names its run from before the field: with every task
-		// demonstrated, 400 steps do not overfit, and dropout 0.1 lowered
-		// the warm start's held-out success (grpo-dropout.yaml). make demo
-		// (a quarter demonstrated) sets 0.1, train's own default.
+		// demonstrated, 400 steps see each segment a third as often, and
+		// dropout 0.1 lowered the warm start's held-out success
+		// (grpo-dropout.yaml). make demo (a quarter demonstrated) sets
+		// 0.1, train's own default.
 		Dropout float64 `yaml:"dropout" json:"dropout,omitempty"`
 	} `yaml:"warmstart" json:"warmstart"`
 

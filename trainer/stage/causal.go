@@ -538,8 +538,9 @@ const CausalSFTContextWeight = 0.3
 // RFT rounds, make demo's config ends round 3 at 59.2% +- 5.2 held-out
 // over seeds 1-9 against 54.4% +- 6.7 without, higher at 8 of the 9 seeds
 // (examples/experiments/dropout.yaml). With every task demonstrated the
-// same 400 steps underfit and dropout lowers the warm start, so `cualake
-// run`'s default loop sets 0 (docs/experiments.md, "Dropout").
+// same 400 steps see each segment a third as often and dropout lowers the
+// warm start, so `cualake run`'s default loop sets 0 (docs/experiments.md,
+// "Dropout").
 const CausalDropout = 0.1
 
 // DefaultDropout is train --dropout's default for objective: CausalDropout
