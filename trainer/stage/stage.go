@@ -171,6 +171,19 @@ func CheckPick(v string) error {
 	return fmt.Errorf("train --pick is %q, want random or shortest", v)
 }
 
+// CheckDropout validates train --dropout p for objective: a probability in
+// [0, 1), and 0 for grpo, whose old log-probabilities are the sampler's,
+// which ran without dropout.
+func CheckDropout(objective string, p float64) error {
+	if !(p >= 0 && p < 1) {
+		return fmt.Errorf("train --dropout is %v, want a probability in [0, 1)", p)
+	}
+	if p > 0 && objective == "grpo" {
+		return errors.New("train --dropout applies to --objective sft and rft: GRPO's old log-probabilities are the sampler's, which ran without dropout")
+	}
+	return nil
+}
+
 // RFT's defaults are the warm start's steps and peak rate (measured as
 // such in examples/experiments/rft.yaml; no other setting was tried).
 const (
@@ -234,11 +247,8 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params) (*Output
 	if p.Steps < 1 || p.Batch < 1 || !(p.LR > 0) {
 		return nil, fmt.Errorf("train: steps and batch must be >= 1 and lr > 0 (have %d, %d, %v)", p.Steps, p.Batch, p.LR)
 	}
-	if !(p.Dropout >= 0 && p.Dropout < 1) {
-		return nil, fmt.Errorf("train --dropout %v: want a probability in [0, 1)", p.Dropout)
-	}
-	if p.Dropout > 0 && p.Objective == "grpo" {
-		return nil, errors.New("train --dropout applies to --objective sft and rft: GRPO's old log-probabilities are the sampler's, which ran without dropout")
+	if err := CheckDropout(p.Objective, p.Dropout); err != nil {
+		return nil, err
 	}
 	if err := trainer.SetThreads(Threads); err != nil {
 		return nil, err

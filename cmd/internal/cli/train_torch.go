@@ -113,11 +113,8 @@ func runTrain(c *cli.Context) error {
 	if c.IsSet("dropout") {
 		p.Dropout = c.Float64("dropout")
 	}
-	if !(p.Dropout >= 0 && p.Dropout < 1) {
-		return usageErr("--dropout is %v, want a probability in [0, 1)", p.Dropout)
-	}
-	if p.Dropout > 0 && p.Objective == "grpo" {
-		return usageErr("--dropout applies to --objective sft and rft: GRPO's old log-probabilities are the sampler's, which ran without dropout")
+	if err := stage.CheckDropout(p.Objective, p.Dropout); err != nil {
+		return usageErr("%v", err)
 	}
 	if p.Pick = c.String("pick"); p.Pick == "random" {
 		p.Pick = stage.PickRandom
