@@ -290,8 +290,16 @@ func trajectoryCandidates(ctx context.Context, pool []schemas.Task, trajs []sche
 	}
 	failed := map[string][]schemas.Trajectory{}
 	succeeded := map[string][]string{}
+	heldout := map[string]bool{}
 	for _, tr := range trajs {
-		if _, ok := byID[tr.TaskID]; !ok {
+		t, ok := byID[tr.TaskID]
+		if !ok {
+			continue
+		}
+		// A held-out task's evaluation rollouts must not become training
+		// tasks (its parts or compositions would leak the held-out split).
+		if t.Split == "heldout" {
+			heldout[tr.TaskID] = true
 			continue
 		}
 		switch tr.Outcome {
@@ -310,6 +318,9 @@ func trajectoryCandidates(ctx context.Context, pool []schemas.Task, trajs []sche
 		return nil, nil, err
 	}
 	sum.FailedTasks, sum.SucceededTasks = len(failed), len(succeeded)
+	if len(heldout) > 0 {
+		sum.Skipped["heldout"] = len(heldout)
+	}
 
 	var splits []*Candidate
 	for _, id := range sortedKeys(failed) {

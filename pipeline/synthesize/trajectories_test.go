@@ -214,8 +214,27 @@ func TestFromTrajectories(t *testing.T) {
 	if s.Mode != "trajectories" || s.ByMethod[schemas.SourceSplit] == 0 || s.ByMethod[schemas.SourceComposed] == 0 || s.Accepted < p.Count {
 		t.Fatalf("summary %+v", s)
 	}
+	split := map[string]string{}
+	heldout := map[string]bool{}
+	for _, task := range pool {
+		split[task.TaskID] = task.Split
+	}
+	for _, tr := range trajs {
+		if split[tr.TaskID] == "heldout" {
+			heldout[tr.TaskID] = true
+		}
+	}
+	// The rollouts covered held-out tasks too; none may parent a training task.
+	if len(heldout) == 0 || s.Trajectory == nil || s.Trajectory.Skipped["heldout"] != len(heldout) {
+		t.Fatalf("%d held-out tasks rolled out; trajectory summary %+v", len(heldout), s.Trajectory)
+	}
 	sim, _ := simdesk.NewSim(simdesk.Options{TreeOnly: true})
 	for _, task := range res.Accepted {
+		for _, parent := range task.ParentTaskIDs {
+			if split[parent] == "heldout" {
+				t.Errorf("%s: parent %s is a held-out task", task.TaskID, parent)
+			}
+		}
 		if len(task.ParentTaskIDs) == 0 || (task.Source != schemas.SourceSplit && task.Source != schemas.SourceComposed) {
 			t.Errorf("%s: parents %v source %s", task.TaskID, task.ParentTaskIDs, task.Source)
 		}
