@@ -184,6 +184,14 @@ type RFTConfig struct {
 	// Dropout is each round's dropout probability (train --dropout;
 	// default 0, left out of the run id; make demo sets 0.1).
 	Dropout float64 `yaml:"dropout" json:"dropout,omitempty"`
+	// Augment is how many tasks trajectory-guided synthesis (synthesize
+	// --from-trajectories: failed training tasks split at the sub-goal
+	// where rollouts deviated, solved ones composed) adds to the training
+	// pool before each pass after round 1, so that the pass can find
+	// successes on simpler variants of the tasks it fails (ScaleCUA's
+	// trajectory-guided task augmentation, appendix B.5). 0: off, left
+	// out of the run id.
+	Augment int `yaml:"augment" json:"augment,omitempty"`
 }
 
 // Default returns the demo configuration.
@@ -298,6 +306,9 @@ func (c Config) Validate() error {
 			"rft.imitate is %q, want both, successes or demos", c.RFT.Imitate)
 		check(c.RFT.Pick == "random" || c.RFT.Pick == "shortest", "rft.pick is %q, want random or shortest", c.RFT.Pick)
 		check(c.RFT.Pass == "all" || c.RFT.Pass == "unsolved", "rft.pass is %q, want all or unsolved", c.RFT.Pass)
+		check(c.RFT.Augment >= 0, "rft.augment is %d, want >= 0 (0: off)", c.RFT.Augment)
+		check(c.RFT.Augment == 0 || c.RFT.Iterations >= 2,
+			"rft.augment is %d with rft.iterations %d: tasks are synthesized before the passes of rounds 2 and later, so it needs rft.iterations >= 2", c.RFT.Augment, c.RFT.Iterations)
 	}
 	check(c.Warmstart.Dropout >= 0 && c.Warmstart.Dropout < 1, "warmstart.dropout is %v, want a probability in [0, 1)", c.Warmstart.Dropout)
 	check(c.Warmstart.Dim >= 0 && c.Warmstart.Dim%4 == 0, "warmstart.dim is %d, want a multiple of 4 (0: the default, 64)", c.Warmstart.Dim)

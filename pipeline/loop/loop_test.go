@@ -619,3 +619,49 @@ func TestDropoutFlags(t *testing.T) {
 		}
 	}
 }
+
+// rft.augment n synthesizes n trajectory-guided tasks before the pass of
+// every round after the first, so that the pass rolls them out; 0 plans
+// what it planned before the field (same steps, same run id), and a config
+// where no such pass exists, or a negative count, is refused.
+func TestAugmentSteps(t *testing.T) {
+	c := Default()
+	c.Iterations, c.RFT.Iterations, c.RFT.Pass = 3, 3, "unsolved"
+	off := RunID(c)
+	var keys []string
+	for _, s := range Plan(c) {
+		if s.Command[0] == "synthesize" && s.Key != "synthesize" {
+			t.Fatalf("rft.augment 0 plans %s", s.Key)
+		}
+	}
+	c.RFT.Augment = 20
+	if RunID(c) == off {
+		t.Fatal("rft.augment 20 names the run without it")
+	}
+	for _, s := range Plan(c) {
+		keys = append(keys, s.Key)
+	}
+	want := "it01-train it01-eval it02-synthesize it02-rollout it02-segment it02-train it02-eval it03-synthesize it03-rollout"
+	if got := strings.Join(keys, " "); !strings.Contains(got, want) || strings.Contains(got, "it01-synthesize") {
+		t.Fatalf("plan:\n%s\nwant\n%s", got, want)
+	}
+	if f := stepFlags(t, c, "it02-synthesize"); !strings.HasPrefix(f, "--from-trajectories --count 20 --seed 1902 ") {
+		t.Fatalf("it02-synthesize: %s", f)
+	}
+	if f2, f3 := stepFlags(t, c, "it02-synthesize"), stepFlags(t, c, "it03-synthesize"); f2 == f3 {
+		t.Fatalf("both rounds synthesize with the same seed: %s", f2)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []func(c *Config){
+		func(c *Config) { c.RFT.Augment = -1 },
+		func(c *Config) { c.RFT.Iterations = 1 },
+	} {
+		b := c
+		bad(&b)
+		if err := b.Validate(); err == nil || !strings.Contains(err.Error(), "rft.augment") {
+			t.Fatalf("%+v: %v", b.RFT, err)
+		}
+	}
+}

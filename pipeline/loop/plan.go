@@ -102,12 +102,18 @@ func Plan(c Config) []Step {
 	for it := 1; it <= c.RFT.Iterations; it++ {
 		title := func(what string) string { return fmt.Sprintf("iteration %d/%d: %s", it, c.Iterations, what) }
 		if it > 1 {
+			if c.RFT.Augment > 0 {
+				// Before the pass, so that it rolls the new tasks out.
+				add(fmt.Sprintf("it%02d-synthesize", it), title("trajectory-guided tasks (split failed, compose solved)"), 0.1*float64(c.RFT.Augment), it,
+					[]string{"synthesize"}, "--from-trajectories", "--count", itoa(c.RFT.Augment), "--seed", seedOf(c, 900+it), "--workers", w)
+			}
 			pass, weight := []string{"--policy", "checkpoint", "--split", "train", "--n", itoa(c.RFT.N), "--iteration", itoa(it),
 				"--max-turns", itoa(c.Rollout.MaxTurns), "--seed", seedOf(c, 700+it), "--workers", w}, rate.initial*pool*float64(c.RFT.N)
 			what := "RFT pass over the training pool"
 			if c.RFT.Pass == "unsolved" {
 				pass, weight, what = append(pass, "--unsolved"), weight*unsolvedShare, "RFT pass over the unsolved training tasks"
 			}
+			weight += rate.initial * float64(c.RFT.Augment*c.RFT.N) // the new tasks are unsolved
 			add(fmt.Sprintf("it%02d-rollout", it), title(what), weight, it, []string{"rollout"}, append(pass, view...)...)
 		}
 		add(fmt.Sprintf("it%02d-segment", it), title("segment ("+c.Segment.Mode+")"), 2, it, []string{"segment"}, segFlags()...)

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -239,5 +240,60 @@ func TestLoopSummaryReach(t *testing.T) {
 	}
 	if want[0] == want[int64(len(want)-1)] {
 		t.Fatalf("the fixture's later passes solve no new task (%v): a count of one pass alone would pass", want)
+	}
+}
+
+// TestRunAugmentsBeforeThePass runs two RFT rounds with rft.augment: before
+// round 2's pass, trajectory-guided synthesis adds tasks derived from the
+// training tasks' rollouts (never from a held-out task's evaluation), and
+// the pass over the unsolved tasks rolls them out.
+func TestRunAugmentsBeforeThePass(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the loop test trains a policy; skipped in -short mode")
+	}
+	// A warm start that fits its six demonstrated tasks, so that round 1
+	// has successes to imitate and synthesis has some to compose.
+	cfg := strings.NewReplacer("iterations: 1\n", "iterations: 2\nrft: {iterations: 2, n: 2, steps: 2, pass: unsolved, augment: 3}\n",
+		"steps: 4, lr: 0.001", "steps: 60, lr: 0.01", "max_turns: 4}", "max_turns: 30}").Replace(smallRun)
+	p := filepath.Join(t.TempDir(), "pipeline.yaml")
+	if err := os.WriteFile(p, []byte(cfg+"report: "+filepath.Join(t.TempDir(), "r.html")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "lake")
+	out, err := run(t, "run", "--lake", dir, "--config", p)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	q := func(sql string) []map[string]any {
+		t.Helper()
+		res, err := run(t, "query", "--lake", dir, "--json", sql)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", sql, err, res)
+		}
+		var rows []map[string]any
+		if err := json.Unmarshal([]byte(res), &rows); err != nil {
+			t.Fatalf("%s: %v\n%s", sql, err, res)
+		}
+		return rows
+	}
+	added := q(`SELECT s.task_id, k.split AS parent_split, s.split FROM
+		(SELECT task_id, split, unnest(parent_task_ids) AS parent FROM tasks WHERE source IN ('split', 'composed')) s
+		JOIN tasks k ON k.task_id = s.parent ORDER BY 1`)
+	ids := map[string]bool{}
+	for _, r := range added {
+		if r["parent_split"] != "train" || r["split"] != "train" {
+			t.Fatalf("trajectory-guided task %v: want a training task of training parents", r)
+		}
+		ids[r["task_id"].(string)] = true
+	}
+	if len(ids) < 3 {
+		t.Fatalf("%d trajectory-guided tasks, want >= 3: %v", len(ids), added)
+	}
+	// The pass chose among every training task, the new ones included
+	// (limit_tasks then keeps the first six ids, here the original ones).
+	m := regexp.MustCompile(`rollout --unsolved: \d+ of the (\d+) tasks`).FindAllStringSubmatch(out, -1)
+	train := q(`SELECT count(*) AS n FROM tasks WHERE split = 'train'`)[0]["n"].(float64)
+	if len(m) != 1 || m[0][1] != strconv.Itoa(int(train)) {
+		t.Fatalf("round 2's pass: %v; want one pass over the %v training tasks, the %d new ones included", m, train, len(ids))
 	}
 }
