@@ -67,7 +67,8 @@ func TestExamplesResolve(t *testing.T) {
 // the defaults) names the run of split-check.yaml's arm and of
 // dropout.yaml's p0.1 arm, so the demo's numbers in the README are those
 // arms' seeds, computed by the same steps; dropout.yaml's p0 arm is the
-// demo's config without dropout, another run.
+// demo's config without dropout, another run; rft-augment.yaml's and
+// rounds-dropout.yaml's arms are the demo's config and one key.
 func TestDemoIsTheCheckedArm(t *testing.T) {
 	demo, err := loop.Load("../../examples/demo.yaml")
 	if err != nil {
@@ -89,12 +90,28 @@ func TestDemoIsTheCheckedArm(t *testing.T) {
 		t.Fatalf("%s has no arm %s", file, variant)
 		return loop.Config{}
 	}
-	for _, a := range []struct{ file, variant string }{{"split-check.yaml", "demo"}, {"dropout.yaml", "p0.1"}} {
+	for _, a := range []struct{ file, variant string }{{"split-check.yaml", "demo"}, {"dropout.yaml", "p0.1"}, {"rft-augment.yaml", "demo"}} {
 		if c := arm(a.file, a.variant); loop.RunID(c) != loop.RunID(demo) {
 			t.Fatalf("examples/demo.yaml is not %s's arm %s: run %s against %s", a.file, a.variant, loop.RunID(demo), loop.RunID(c))
 		}
 	}
 	if c := arm("dropout.yaml", "p0"); loop.RunID(c) == loop.RunID(demo) || c.Warmstart.Dropout != 0 || c.RFT.Dropout != 0 {
 		t.Fatalf("dropout.yaml's p0 arm is the demo's run or has dropout: %+v %+v", c.Warmstart, c.RFT)
+	}
+	// The measured arms differ from the demo by the one key they name.
+	aug := arm("rft-augment.yaml", "a30")
+	if aug.RFT.Augment != 30 {
+		t.Fatalf("rft-augment.yaml's a30: rft.augment %d", aug.RFT.Augment)
+	}
+	aug.RFT.Augment = 0
+	r5 := arm("rounds-dropout.yaml", "r5")
+	if r5.Iterations != 5 || r5.RFT.Iterations != 5 {
+		t.Fatalf("rounds-dropout.yaml's r5: %d iterations, %d rounds", r5.Iterations, r5.RFT.Iterations)
+	}
+	r5.Iterations, r5.RFT.Iterations = 3, 3
+	for name, c := range map[string]loop.Config{"rft-augment.yaml a30": aug, "rounds-dropout.yaml r5": r5} {
+		if loop.RunID(c) != loop.RunID(demo) {
+			t.Fatalf("%s is more than the demo's config and its key", name)
+		}
 	}
 }

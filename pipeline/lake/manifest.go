@@ -58,8 +58,11 @@ const FormatVersion = 1
 // key. 0.1.12: train --dropout (default 0.1 for sft and rft; config keys
 // warmstart.dropout and rft.dropout, default 0, which make demo sets to
 // 0.1); at 0 every result is 0.1.11's, so `cualake run`'s default loop
-// computes 0.1.11's bits.
-const CodeVersion = "cualake/0.1.12"
+// computes 0.1.11's bits. 0.1.13: synthesize --from-trajectories leaves
+// held-out tasks out (a held-out task's evaluation rollouts were split and
+// composed into training tasks); config key rft.augment (default 0, so
+// every config without it computes 0.1.12's bits).
+const CodeVersion = "cualake/0.1.13"
 
 // File is one immutable data file of a table.
 type File struct {
