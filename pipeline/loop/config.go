@@ -192,6 +192,11 @@ type RFTConfig struct {
 	// trajectory-guided task augmentation, appendix B.5). 0: off, left
 	// out of the run id.
 	Augment int `yaml:"augment" json:"augment,omitempty"`
+	// Restart makes each round train fresh weights on what it imitates
+	// (train --restart: STaR's restart from the initial model) instead of
+	// continuing the newest checkpoint; false: continue, left out of the
+	// run id.
+	Restart bool `yaml:"restart" json:"restart,omitempty"`
 }
 
 // Default returns the demo configuration.

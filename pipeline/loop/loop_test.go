@@ -665,3 +665,27 @@ func TestAugmentSteps(t *testing.T) {
 		}
 	}
 }
+
+// rft.restart passes --restart to every round's train (and no other
+// train), and names another run; off, the run id is the one from before
+// the field.
+func TestRestartFlag(t *testing.T) {
+	c := Default()
+	c.Iterations, c.RFT.Iterations = 3, 2
+	off := RunID(c)
+	for _, s := range Plan(c) {
+		if slices.Contains(s.Flags, "--restart") {
+			t.Fatalf("rft.restart false: %s has --restart", s.Key)
+		}
+	}
+	c.RFT.Restart = true
+	if RunID(c) == off {
+		t.Fatal("rft.restart names the run without it")
+	}
+	for _, s := range Plan(c) {
+		round := s.Command[0] == "train" && s.Iteration >= 1 && s.Iteration <= 2
+		if slices.Contains(s.Flags, "--restart") != round {
+			t.Fatalf("rft.restart: %s %v", s.Key, s.Flags)
+		}
+	}
+}

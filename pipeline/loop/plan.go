@@ -124,6 +124,9 @@ func Plan(c Config) []Step {
 		if c.RFT.Pick != "random" {
 			rft = append(rft, "--pick", c.RFT.Pick)
 		}
+		if c.RFT.Restart {
+			rft = append(rft, "--restart")
+		}
 		rft = append(rft, "--dropout", ftoa(c.RFT.Dropout))
 		add(fmt.Sprintf("it%02d-train", it), title("train (RFT on the verified successes)"), rate.sftStep*float64(c.RFT.Steps), it, []string{"train"}, rft...)
 		s = append(s, evalStep(it))

@@ -413,8 +413,19 @@ func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params,
 			model.Close()
 			return nil, err
 		}
-	} else if model, cfg, err = freshCausal(rows, cfg, p); err != nil {
-		return nil, err
+	}
+	if rft && p.Restart {
+		// The newest checkpoint gives the model's size; its weights go.
+		model.Close()
+		fresh := p
+		fresh.Dim, fresh.Layers = cfg.Dim, cfg.Layers
+		if model, cfg, err = freshCausal(rows, causal.DefaultConfig(2), fresh); err != nil {
+			return nil, err
+		}
+	} else if !rft {
+		if model, cfg, err = freshCausal(rows, cfg, p); err != nil {
+			return nil, err
+		}
 	}
 	defer model.Close()
 	pc, _, err := loadPatches(ctx, l, m, cfg, rows)

@@ -62,6 +62,13 @@ type Params struct {
 	// DefaultDropout. GRPO trains without it: its ratio's old
 	// log-probabilities are the sampler's, which had none.
 	Dropout float64 `json:"dropout,omitempty"`
+	// Restart makes rft train a fresh model (the newest checkpoint's width
+	// and layers, weights drawn from Seed) on what it imitates, instead of
+	// continuing the newest checkpoint: expert iteration that restarts
+	// from the initial weights each round, as STaR does, so a round's
+	// policy is fitted to all the data at once rather than fine-tuned
+	// round after round (false: continue, left out of the params).
+	Restart bool `json:"restart,omitempty"`
 	// Progress, when set, is called after every optimiser step with the
 	// steps done and the total, so a long SFT shows how far it is.
 	Progress func(done, total int) `json:"-"`

@@ -329,6 +329,55 @@ func checkRFT(t *testing.T, l *lake.Lake) {
 			t.Fatalf("%v: %v\n%s", bad, err, out)
 		}
 	}
+	checkRestart(t, l)
+}
+
+// checkRestart: rft --restart trains fresh weights of the newest
+// checkpoint's size on what it imitates, so two restarts with one seed
+// give the same weights though the second starts after the first, while a
+// continued round with that seed gives others.
+func checkRestart(t *testing.T, l *lake.Lake) {
+	t.Helper()
+	args := []string{"train", "--objective", "rft", "--steps", "2", "--batch", "4", "--seed", "5"}
+	blob := func(extra ...string) schemas.Checkpoint {
+		t.Helper()
+		var out imitateJSON
+		runJSON(t, &out, append(append([]string{}, args...), extra...)...)
+		_, ck := latestCheckpoint(t, l)
+		return *ck
+	}
+	_, prev := latestCheckpoint(t, l)
+	a := blob("--restart")
+	b := blob("--restart")
+	c := blob()
+	if a.Blob != b.Blob || a.ParentVersion != prev.Version || b.ParentVersion != a.Version || !strings.Contains(a.Params, `"restart":true`) {
+		t.Fatalf("two restarts: %+v and %+v after v%d; want the same weights", a, b, prev.Version)
+	}
+	if c.Blob == b.Blob || strings.Contains(c.Params, "restart") {
+		t.Fatalf("a continued round gave the restart's weights or params: %+v", c)
+	}
+	m, _ := latestCheckpoint(t, l)
+	before, err := stage.LoadCausal(context.Background(), l, m, prev, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer before.Close()
+	after, err := stage.LoadCausal(context.Background(), l, m, &a, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Close()
+	if before.Config().Dim != after.Config().Dim || before.Config().Layers != after.Config().Layers {
+		t.Fatalf("restart changed the model's size: %+v -> %+v", before.Config(), after.Config())
+	}
+	for _, bad := range [][]string{
+		{"train", "--objective", "sft", "--restart"},
+		{"train", "--objective", "grpo", "--restart"},
+	} {
+		if out, err := run(t, bad...); err == nil || !strings.Contains(out+err.Error(), "--restart") {
+			t.Fatalf("%v: %v\n%s", bad, err, out)
+		}
+	}
 }
 
 // latestCheckpoint is l's main and its newest checkpoint.

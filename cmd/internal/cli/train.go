@@ -33,7 +33,9 @@ pass, RL batches, recalibrations; --per-task N keeps at most N per task, picked 
 the ones of fewest steps), 400 x 8 peaking at 1e-2
 by default. GRPO's updates stay on the tasks it rolls out; imitating every verified success spreads them.
 --imitate successes (the successes alone) and --imitate demos (the demonstrations alone: the same steps as a round,
-none of the policy's data) are the two controls that say where a round's gain comes from.
+none of the policy's data) are the two controls that say where a round's gain comes from. --restart trains fresh
+weights (the newest checkpoint's width and layers, drawn from --seed) on the same data instead of continuing the
+newest checkpoint, as STaR restarts each iteration from the initial model.
 
 Checkpoints are blobs with a checkpoints row; train_metrics gets one row per optimiser step; the commit's params
 name the segments snapshot the rows came from.
@@ -48,6 +50,7 @@ Example:
    cualake train --objective rft --per-task 2 --json
    cualake train --objective rft --pick shortest --json
    cualake train --objective rft --imitate demos --json
+   cualake train --objective rft --restart --steps 400 --json
 
 GRPO trains on whole rollout groups: the fresh groups of the iterations rolled out since the last GRPO checkpoint,
 plus the AdaPR replays the newest batch picked (their stored trajectories and segments, not rolled out again).
@@ -61,6 +64,7 @@ train_groups gets one row per group considered (channel, policy lag, kept).`,
 			&cli.IntFlag{Name: "layers", Usage: "sft: the fresh model's transformer layers (default 2)"},
 			&cli.Float64Flag{Name: "dropout", Usage: "sft, rft: probability of zeroing an embedding or sub-layer output activation while training (default 0.1; 0: none; masks drawn from --seed; grpo: none)"},
 			&cli.StringFlag{Name: "pick", Value: "random", Usage: "rft: which of a task's successes --per-task keeps: random (by --seed) or shortest (fewest steps first; EvoCUA-1.5 3.3's length preference)"},
+			&cli.BoolFlag{Name: "restart", Usage: "rft: train fresh weights (drawn from --seed; the newest checkpoint's size) on the demonstrations and successes instead of continuing the newest checkpoint (STaR's restart)"},
 			&cli.StringFlag{Name: "imitate", Value: "both", Usage: "rft: both, successes (the policy's alone) or demos (the demonstrations alone: a control)"},
 			&cli.StringFlag{Name: "policy", Value: defaultPolicy, Usage: "sft: the model to create: causal, the only one (encdec was removed after 7878f89)"},
 			&cli.StringFlag{Name: "advantage", Value: "grpo", Usage: "grpo, stepo or naive"},

@@ -116,6 +116,9 @@ func runTrain(c *cli.Context) error {
 	if err := stage.CheckDropout(p.Objective, p.Dropout); err != nil {
 		return usageErr("%v", err)
 	}
+	if p.Restart = c.Bool("restart"); p.Restart && p.Objective != stage.ObjectiveRFT {
+		return usageErr("--restart applies to --objective rft only (sft always starts from fresh weights)")
+	}
 	if p.Pick = c.String("pick"); p.Pick == "random" {
 		p.Pick = stage.PickRandom
 	}
