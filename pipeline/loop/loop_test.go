@@ -508,7 +508,7 @@ func TestRFTPlan(t *testing.T) {
 	if got := strings.Join(keys, " "); !strings.Contains(got, want) {
 		t.Fatalf("async rft plan:\n%s\nwant\n%s", got, want)
 	}
-	for _, bad := range []func(c *Config){
+	refused(t, c, "rft.",
 		func(c *Config) { c.RFT.Iterations = 5 },
 		func(c *Config) { c.RFT.Iterations = -1 },
 		func(c *Config) { c.RFT.LR = 0 },
@@ -517,13 +517,7 @@ func TestRFTPlan(t *testing.T) {
 		func(c *Config) { c.RFT.Imitate = "all" },
 		func(c *Config) { c.RFT.Pass = "both" },
 		func(c *Config) { c.RFT.Pick = "longest" },
-	} {
-		b := c
-		bad(&b)
-		if err := b.Validate(); err == nil || !strings.Contains(err.Error(), "rft.") {
-			t.Fatalf("%+v: %v", b.RFT, err)
-		}
-	}
+	)
 }
 
 // stepFlags is the flags of c's plan step key, joined by spaces.
@@ -555,16 +549,10 @@ func TestWarmstartModelSize(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []func(c *Config){
+	refused(t, c, "warmstart.",
 		func(c *Config) { c.Warmstart.Dim = 66 },
 		func(c *Config) { c.Warmstart.Layers = 33 },
-	} {
-		b := c
-		bad(&b)
-		if err := b.Validate(); err == nil || !strings.Contains(err.Error(), "warmstart.") {
-			t.Fatalf("%+v: %v", b.Warmstart, err)
-		}
-	}
+	)
 }
 
 // warmstart.dropout and rft.dropout (default 0; make demo's 0.1) reach
@@ -607,17 +595,11 @@ func TestDropoutFlags(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []func(c *Config){
+	refused(t, c, "dropout",
 		func(c *Config) { c.Warmstart.Dropout = 1 },
 		func(c *Config) { c.Warmstart.Dropout = math.NaN() },
 		func(c *Config) { c.RFT.Dropout = -0.1 },
-	} {
-		b := c
-		bad(&b)
-		if err := b.Validate(); err == nil || !strings.Contains(err.Error(), "dropout") {
-			t.Fatalf("%+v %+v: %v", b.Warmstart, b.RFT, err)
-		}
-	}
+	)
 }
 
 // rft.augment n synthesizes n trajectory-guided tasks before the pass of
@@ -654,16 +636,10 @@ func TestAugmentSteps(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []func(c *Config){
+	refused(t, c, "rft.augment",
 		func(c *Config) { c.RFT.Augment = -1 },
 		func(c *Config) { c.RFT.Iterations = 1 },
-	} {
-		b := c
-		bad(&b)
-		if err := b.Validate(); err == nil || !strings.Contains(err.Error(), "rft.augment") {
-			t.Fatalf("%+v: %v", b.RFT, err)
-		}
-	}
+	)
 }
 
 // rft.restart passes --restart to every round's train (and no other
@@ -686,6 +662,19 @@ func TestRestartFlag(t *testing.T) {
 		round := s.Command[0] == "train" && s.Iteration >= 1 && s.Iteration <= 2
 		if slices.Contains(s.Flags, "--restart") != round {
 			t.Fatalf("rft.restart: %s %v", s.Key, s.Flags)
+		}
+	}
+}
+
+// refused checks that each change to c makes Validate fail with an error
+// that names key.
+func refused(t *testing.T, c Config, key string, changes ...func(c *Config)) {
+	t.Helper()
+	for i, change := range changes {
+		b := c
+		change(&b)
+		if err := b.Validate(); err == nil || !strings.Contains(err.Error(), key) {
+			t.Fatalf("change %d: %v; want an error naming %s", i, err, key)
 		}
 	}
 }
