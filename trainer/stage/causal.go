@@ -415,11 +415,10 @@ func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params,
 		}
 	}
 	if rft && p.Restart {
-		// The newest checkpoint gives the model's size; its weights go.
+		// The newest checkpoint gives the model's shape (its vocabulary is
+		// built again from the rows); its weights go.
 		model.Close()
-		fresh := p
-		fresh.Dim, fresh.Layers = cfg.Dim, cfg.Layers
-		if model, cfg, err = freshCausal(rows, causal.DefaultConfig(2), fresh); err != nil {
+		if model, cfg, err = freshCausal(rows, cfg, p); err != nil {
 			return nil, err
 		}
 	} else if !rft {
