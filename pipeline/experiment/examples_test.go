@@ -67,8 +67,9 @@ func TestExamplesResolve(t *testing.T) {
 // the defaults) names the run of split-check.yaml's arm and of
 // dropout.yaml's p0.1 arm, so the demo's numbers in the README are those
 // arms' seeds, computed by the same steps; dropout.yaml's p0 arm is the
-// demo's config without dropout, another run; rft-augment.yaml's and
-// rounds-dropout.yaml's arms are the demo's config and one key.
+// demo's config without dropout, another run; the arms of rft-augment.yaml,
+// rounds-dropout.yaml and rft-restart.yaml are the demo's config and the
+// keys they are about.
 func TestDemoIsTheCheckedArm(t *testing.T) {
 	demo, err := loop.Load("../../examples/demo.yaml")
 	if err != nil {
@@ -90,7 +91,7 @@ func TestDemoIsTheCheckedArm(t *testing.T) {
 		t.Fatalf("%s has no arm %s", file, variant)
 		return loop.Config{}
 	}
-	for _, a := range []struct{ file, variant string }{{"split-check.yaml", "demo"}, {"dropout.yaml", "p0.1"}, {"rft-augment.yaml", "demo"}} {
+	for _, a := range []struct{ file, variant string }{{"split-check.yaml", "demo"}, {"dropout.yaml", "p0.1"}, {"rft-augment.yaml", "demo"}, {"rft-restart.yaml", "continue"}} {
 		if c := arm(a.file, a.variant); loop.RunID(c) != loop.RunID(demo) {
 			t.Fatalf("examples/demo.yaml is not %s's arm %s: run %s against %s", a.file, a.variant, loop.RunID(demo), loop.RunID(c))
 		}
@@ -109,7 +110,12 @@ func TestDemoIsTheCheckedArm(t *testing.T) {
 		t.Fatalf("rounds-dropout.yaml's r5: %d iterations, %d rounds", r5.Iterations, r5.RFT.Iterations)
 	}
 	r5.Iterations, r5.RFT.Iterations = 3, 3
-	for name, c := range map[string]loop.Config{"rft-augment.yaml a30": aug, "rounds-dropout.yaml r5": r5} {
+	restart := arm("rft-restart.yaml", "restart")
+	if !restart.RFT.Restart || restart.RFT.Steps != 400 {
+		t.Fatalf("rft-restart.yaml's restart: restart %v, %d steps", restart.RFT.Restart, restart.RFT.Steps)
+	}
+	restart.RFT.Restart, restart.RFT.Steps = false, demo.RFT.Steps
+	for name, c := range map[string]loop.Config{"rft-augment.yaml a30": aug, "rounds-dropout.yaml r5": r5, "rft-restart.yaml restart": restart} {
 		if loop.RunID(c) != loop.RunID(demo) {
 			t.Fatalf("%s is more than the demo's config and its key", name)
 		}
