@@ -414,14 +414,12 @@ func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params,
 			return nil, err
 		}
 	}
-	if rft && p.Restart {
-		// The newest checkpoint gives the model's shape (its vocabulary is
-		// built again from the rows); its weights go.
-		model.Close()
-		if model, cfg, err = freshCausal(rows, cfg, p); err != nil {
-			return nil, err
+	if !rft || p.Restart {
+		if model != nil {
+			// A restart keeps the newest checkpoint's shape (cfg; its
+			// vocabulary is built again from the rows), not its weights.
+			model.Close()
 		}
-	} else if !rft {
 		if model, cfg, err = freshCausal(rows, cfg, p); err != nil {
 			return nil, err
 		}

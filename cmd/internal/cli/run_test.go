@@ -44,6 +44,21 @@ func writeConfig(t *testing.T, report string) string {
 	return p
 }
 
+// queryRows runs `cualake query --json` over the lake in dir and returns
+// its rows.
+func queryRows(t *testing.T, dir, sql string) []map[string]any {
+	t.Helper()
+	out, err := run(t, "query", "--lake", dir, "--json", sql)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", sql, err, out)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%s: %v\n%s", sql, err, out)
+	}
+	return rows
+}
+
 // mainLog returns main's snapshots of the lake in dir, newest first.
 func mainLog(t *testing.T, dir string) []*lake.Manifest {
 	t.Helper()
@@ -121,13 +136,9 @@ func TestRunReproducibleAndResumable(t *testing.T) {
 		}
 		prev = n
 	}
-	q, err := run(t, "query", "--lake", a, "--json", "select count(distinct task_id) as n from trajectories where source = 'rollout' and outcome = 'success'")
-	if err != nil {
-		t.Fatalf("query: %v\n%s", err, q)
-	}
-	var rows []map[string]any
-	if err := json.Unmarshal([]byte(q), &rows); err != nil || len(rows) != 1 {
-		t.Fatalf("query output %q: %v", q, err)
+	rows := queryRows(t, a, "select count(distinct task_id) as n from trajectories where source = 'rollout' and outcome = 'success'")
+	if len(rows) != 1 {
+		t.Fatalf("query rows %v", rows)
 	}
 	if want, _ := rows[0]["n"].(float64); prev != want {
 		t.Fatalf("solved after the last pass %v, the lake has %v tasks with a success", prev, want)
@@ -264,19 +275,7 @@ func TestRunAugmentsBeforeThePass(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
-	q := func(sql string) []map[string]any {
-		t.Helper()
-		res, err := run(t, "query", "--lake", dir, "--json", sql)
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", sql, err, res)
-		}
-		var rows []map[string]any
-		if err := json.Unmarshal([]byte(res), &rows); err != nil {
-			t.Fatalf("%s: %v\n%s", sql, err, res)
-		}
-		return rows
-	}
-	added := q(`SELECT s.task_id, k.split AS parent_split, s.split FROM
+	added := queryRows(t, dir, `SELECT s.task_id, k.split AS parent_split, s.split FROM
 		(SELECT task_id, split, unnest(parent_task_ids) AS parent FROM tasks WHERE source IN ('split', 'composed')) s
 		JOIN tasks k ON k.task_id = s.parent ORDER BY 1`)
 	ids := map[string]bool{}
@@ -292,7 +291,7 @@ func TestRunAugmentsBeforeThePass(t *testing.T) {
 	// The pass chose among every training task, the new ones included
 	// (limit_tasks then keeps the first six ids, here the original ones).
 	m := regexp.MustCompile(`rollout --unsolved: \d+ of the (\d+) tasks`).FindAllStringSubmatch(out, -1)
-	train := q(`SELECT count(*) AS n FROM tasks WHERE split = 'train'`)[0]["n"].(float64)
+	train := queryRows(t, dir, `SELECT count(*) AS n FROM tasks WHERE split = 'train'`)[0]["n"].(float64)
 	if len(m) != 1 || m[0][1] != strconv.Itoa(int(train)) {
 		t.Fatalf("round 2's pass: %v; want one pass over the %v training tasks, the %d new ones included", m, train, len(ids))
 	}
