@@ -79,6 +79,12 @@ type Config struct {
 		// (grpo-dropout.yaml). make demo (a quarter demonstrated) sets
 		// 0.1, train's own default.
 		Dropout float64 `yaml:"dropout" json:"dropout,omitempty"`
+		// CoverBy orders coverage's pick of each family (rollout
+		// --cover-by): family (the default, left out of the run id: the seed's
+		// first tasks) or template (one task of each oracle template
+		// before a second of any: demonstrations of every way the family
+		// is solved that the budget allows).
+		CoverBy string `yaml:"cover_by" json:"cover_by,omitempty"`
 	} `yaml:"warmstart" json:"warmstart"`
 
 	InitialPass struct {
@@ -206,6 +212,7 @@ func Default() Config {
 	c.Synthesize.Count, c.Synthesize.Backend = 30, "builtin"
 	c.Warmstart.Demos, c.Warmstart.Steps, c.Warmstart.LR, c.Warmstart.MaxTurns, c.Warmstart.Batch = 1, 400, 1e-2, 40, 8
 	c.Warmstart.Coverage = 1
+	c.Warmstart.CoverBy = "family"
 	c.InitialPass.N = 2
 	c.Sample.Sampler, c.Sample.Batch, c.Sample.Alpha, c.Sample.PMin, c.Sample.PMax = "frontier", 16, 0.2, 0.1, 0.9
 	c.Sample.EMABeta, c.Sample.ICSRatio, c.Sample.ReplayCap = 0.7, 0.025, 3
@@ -291,6 +298,13 @@ func (c Config) Validate() error {
 	}
 	check(c.Warmstart.Batch >= 0, "warmstart.batch is %d, want >= 0", c.Warmstart.Batch)
 	check(c.Warmstart.Coverage > 0 && c.Warmstart.Coverage <= 1, "warmstart.coverage is %v, want a fraction in (0, 1] (1: every training task)", c.Warmstart.Coverage)
+	switch c.Warmstart.CoverBy {
+	case "family":
+	case "template":
+		check(c.Warmstart.Coverage < 1, "warmstart.cover_by is template, but warmstart.coverage is 1 (every training task is demonstrated); set a coverage below 1")
+	default:
+		errs = append(errs, fmt.Errorf("warmstart.cover_by is %q, want family or template", c.Warmstart.CoverBy))
+	}
 	switch c.Train.Advantage {
 	case "grpo", "stepo", "naive":
 	default:

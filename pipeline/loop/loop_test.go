@@ -395,6 +395,35 @@ func TestCoverageKeepsRunIDs(t *testing.T) {
 	}
 }
 
+// TestCoverByTemplate: warmstart.cover_by template passes --cover-by
+// template to the demonstrations and is another run; family, spelled out,
+// names the default's run and passes nothing; an unknown value, or
+// template with every task demonstrated, is refused naming the key.
+func TestCoverByTemplate(t *testing.T) {
+	c := Default()
+	c.Warmstart.Coverage = 0.25
+	demoFlags := func(c Config) string { return stepFlags(t, c, "warm-demos") }
+	fam := c
+	fam.Warmstart.CoverBy = "family"
+	if RunID(fam) != RunID(c) || strings.Contains(demoFlags(fam), "--cover-by") {
+		t.Fatalf("cover_by family: run %s (default %s), flags %q", RunID(fam), RunID(c), demoFlags(fam))
+	}
+	tm := c
+	tm.Warmstart.CoverBy = "template"
+	if err := tm.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if RunID(tm) == RunID(c) {
+		t.Fatal("cover_by template names the default's run")
+	}
+	if f := demoFlags(tm); !strings.Contains(f, "--coverage 0.25 --cover-by template") {
+		t.Fatalf("warm-demos flags %q lack --cover-by template", f)
+	}
+	refused(t, tm, "warmstart.cover_by",
+		func(c *Config) { c.Warmstart.CoverBy = "task" },
+		func(c *Config) { c.Warmstart.Coverage = 1 })
+}
+
 // TestRFTPlan: rft.iterations k makes the first k RL iterations rounds of
 // rejection-sampling fine-tuning: round 1 segments and imitates the initial
 // pass, each later round first rolls the policy out on the whole training

@@ -73,6 +73,9 @@ func Plan(c Config) []Step {
 	if c.Warmstart.Coverage != 1 {
 		demoFlags = append(demoFlags, "--coverage", ftoa(c.Warmstart.Coverage))
 	}
+	if c.Warmstart.CoverBy == "template" {
+		demoFlags = append(demoFlags, "--cover-by", "template")
+	}
 	add("warm-demos", "warm start: oracle demonstrations", 0.009*pool*float64(c.Warmstart.Demos)*max(c.Warmstart.Coverage, 0.1), -1, []string{"rollout"}, demoFlags...)
 	sftFlags := []string{"--objective", "sft", "--steps", itoa(c.Warmstart.Steps), "--lr", ftoa(c.Warmstart.LR), "--seed", seedOf(c, 3)}
 	if c.Warmstart.Batch > 0 {

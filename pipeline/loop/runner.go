@@ -25,7 +25,7 @@ type Executor func(ctx context.Context, command, flags []string) error
 
 // RunID identifies a config: the same config and seed resume the same run.
 // A default spelled out names the same run as the default left out
-// (rollout.reward DefaultReward is "", warmstart.coverage 1 is 0, rft off is left out), so that an experiment variant setting it
+// (rollout.reward DefaultReward is "", warmstart.coverage 1 is 0, warmstart.cover_by family is "", rft off is left out), so that an experiment variant setting it
 // shares the run of one that does not; the empty form is hashed, which keeps
 // the ids of runs committed before this rule.
 func RunID(c Config) string {
@@ -34,6 +34,9 @@ func RunID(c Config) string {
 	}
 	if c.Warmstart.Coverage == 1 {
 		c.Warmstart.Coverage = 0 // left out of the JSON, as before the field
+	}
+	if c.Warmstart.CoverBy == "family" {
+		c.Warmstart.CoverBy = "" // the default: left out (omitempty), as before the field
 	}
 	if c.RFT.Iterations == 0 {
 		c.RFT = RFTConfig{} // off: left out of the JSON (omitzero), as before the field

@@ -27,7 +27,13 @@ func Stratum(t *schemas.Task) string {
 // family but only some of its instances, the regime the papers' RL starts
 // from (a warm start on limited traces, RL over a larger pool). fraction 1
 // keeps every task; outside (0, 1] is an error.
-func Cover(tasks []schemas.Task, fraction float64, seed int64) ([]schemas.Task, error) {
+//
+// templates (task id to template, OracleTemplates; nil: none) makes the
+// pick cover a stratum's templates before it takes a second instance of
+// any: walking the seed's order, a task whose template is already kept
+// waits until every template has one. A task with no template is its own.
+// With nil templates the pick is the seed's first ceil(fraction x n).
+func Cover(tasks []schemas.Task, fraction float64, seed int64, templates map[string]string) ([]schemas.Task, error) {
 	if !(fraction > 0 && fraction <= 1) { // NaN fails too
 		return nil, fmt.Errorf("rollout: --coverage is %v, want a fraction in (0, 1]", fraction)
 	}
@@ -54,7 +60,7 @@ func Cover(tasks []schemas.Task, fraction float64, seed int64) ([]schemas.Task, 
 		})
 		// less a rounding's worth, so that 0.3 x 10 keeps 3, not 4
 		n := max(1, int(math.Ceil(fraction*float64(len(idx))-1e-9)))
-		for _, i := range idx[:n] {
+		for _, i := range pickTemplates(tasks, idx, n, templates) {
 			keep[i] = true
 		}
 	}
@@ -65,6 +71,28 @@ func Cover(tasks []schemas.Task, fraction float64, seed int64) ([]schemas.Task, 
 		}
 	}
 	return out, nil
+}
+
+// pickTemplates returns n of the ordered indices: first the first task of
+// each template in that order, then the rest in that order.
+func pickTemplates(tasks []schemas.Task, idx []int, n int, templates map[string]string) []int {
+	if templates == nil {
+		return idx[:n]
+	}
+	var first, later []int
+	seen := map[string]bool{}
+	for _, i := range idx {
+		tmpl, ok := templates[tasks[i].TaskID]
+		if ok && seen[tmpl] {
+			later = append(later, i)
+			continue
+		}
+		if ok {
+			seen[tmpl] = true
+		}
+		first = append(first, i)
+	}
+	return append(first, later...)[:n]
 }
 
 func coverKey(seed int64, taskID string) uint64 {

@@ -36,7 +36,7 @@ func TestCover(t *testing.T) {
 	if all["editor/synthesized"] != 8 || all["editor-fixline"] == 0 {
 		t.Fatalf("strata %v", all)
 	}
-	got, err := Cover(pool, 0.25, 7)
+	got, err := Cover(pool, 0.25, 7, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,13 +68,13 @@ func TestCover(t *testing.T) {
 	}
 	rev := slices.Clone(pool)
 	slices.Reverse(rev)
-	if again, _ := Cover(rev, 0.25, 7); ids(again) != ids(got) {
+	if again, _ := Cover(rev, 0.25, 7, nil); ids(again) != ids(got) {
 		t.Fatal("the pick depends on the input order")
 	}
-	if other, _ := Cover(pool, 0.25, 8); ids(other) == ids(got) {
+	if other, _ := Cover(pool, 0.25, 8, nil); ids(other) == ids(got) {
 		t.Fatal("seeds 7 and 8 pick the same tasks")
 	}
-	if same, _ := Cover(pool, 1, 7); len(same) != len(pool) {
+	if same, _ := Cover(pool, 1, 7, nil); len(same) != len(pool) {
 		t.Fatalf("coverage 1 kept %d of %d", len(same), len(pool))
 	}
 	// 0.3 x 10 is 3.0000000000000004 in floats: it must keep 3, not 4.
@@ -82,12 +82,116 @@ func TestCover(t *testing.T) {
 	for i := range ten {
 		ten[i] = schemas.Task{TaskID: fmt.Sprintf("fam-%03d", i)}
 	}
-	if k, _ := Cover(ten, 0.3, 1); len(k) != 3 {
+	if k, _ := Cover(ten, 0.3, 1, nil); len(k) != 3 {
 		t.Fatalf("0.3 of 10 kept %d", len(k))
 	}
 	for _, bad := range []float64{0, -1, 1.01, math.NaN()} {
-		if _, err := Cover(pool, bad, 1); err == nil || !strings.Contains(err.Error(), "coverage") {
+		if _, err := Cover(pool, bad, 1, nil); err == nil || !strings.Contains(err.Error(), "coverage") {
 			t.Fatalf("coverage %v: %v", bad, err)
 		}
+	}
+}
+
+// TestCoverTemplates: with templates, a stratum's pick takes one task of
+// each template (in the seed's order) before a second of any, and a task
+// without one counts as its own; on the built-in pool, the oracle's
+// templates tell files-move's drag onto a sidebar folder from its
+// cut-and-paste into a nested one, and a quarter of the family then holds
+// both wherever the seed's plain pick holds one.
+func TestCoverTemplates(t *testing.T) {
+	var fam []schemas.Task
+	templates := map[string]string{}
+	for i := range 8 {
+		id := fmt.Sprintf("fam-%03d", i)
+		fam = append(fam, schemas.Task{TaskID: id})
+		if i < 7 {
+			templates[id] = []string{"a", "a", "a", "a", "a", "b", "c"}[i]
+		}
+	}
+	tmplOf := func(tasks []schemas.Task) map[string]int {
+		m := map[string]int{}
+		for _, task := range tasks {
+			s, ok := templates[task.TaskID]
+			if !ok {
+				s = "own:" + task.TaskID
+			}
+			m[s]++
+		}
+		return m
+	}
+	for seed := int64(1); seed <= 20; seed++ {
+		two, err := Cover(fam, 0.25, seed, templates)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := tmplOf(two); len(two) != 2 || len(m) != 2 {
+			t.Fatalf("seed %d: kept %v, want 2 tasks of 2 templates", seed, m)
+		}
+		four, _ := Cover(fam, 0.5, seed, templates)
+		if m := tmplOf(four); len(four) != 4 || len(m) != 4 || m["a"] != 1 {
+			t.Fatalf("seed %d: kept %v, want one task of each of the 4 templates", seed, m)
+		}
+		six, _ := Cover(fam, 0.75, seed, templates)
+		if m := tmplOf(six); len(m) != 4 || m["a"] != 3 {
+			t.Fatalf("seed %d: kept %v, want the 4 templates and 2 more of a", seed, m)
+		}
+	}
+
+	var pool []schemas.Task
+	for _, task := range simdesk.Pool() {
+		if task.Split == "train" {
+			pool = append(pool, task)
+		}
+	}
+	tm, err := OracleTemplates(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tm.Missing) != 0 {
+		t.Fatalf("built-in tasks without a template: %s", tm.MissingSummary())
+	}
+	moves := map[string][]string{}
+	for _, task := range pool {
+		if simdesk.FamilyOf(task.TaskID) == "files-move" {
+			s := tm.ByTask[task.TaskID]
+			moves[s] = append(moves[s], task.TaskID)
+		}
+	}
+	if len(moves) != 2 {
+		t.Fatalf("files-move has %d templates, want 2 (drag, cut and paste): %v", len(moves), moves)
+	}
+	for s, ids := range moves {
+		if !strings.Contains(s, "drag") && !strings.Contains(s, "hotkey ctrl x") {
+			t.Fatalf("files-move template %q (%v) neither drags nor cuts", s, ids)
+		}
+	}
+	if n := tm.Count(); n < 30 || n > len(pool)-10 {
+		t.Fatalf("%d templates over %d tasks", n, len(pool))
+	}
+	family := func(tasks []schemas.Task, f string) map[string]int {
+		m := map[string]int{}
+		for _, task := range tasks {
+			if simdesk.FamilyOf(task.TaskID) == f {
+				m[tm.ByTask[task.TaskID]]++
+			}
+		}
+		return m
+	}
+	missed := 0
+	for seed := int64(1); seed <= 30; seed++ {
+		plain, _ := Cover(pool, 0.25, seed, nil)
+		byTmpl, _ := Cover(pool, 0.25, seed, tm.ByTask)
+		if len(byTmpl) != len(plain) {
+			t.Fatalf("seed %d: %d tasks by template, %d plain", seed, len(byTmpl), len(plain))
+		}
+		if len(family(plain, "files-move")) == 1 {
+			missed++
+		}
+		if m := family(byTmpl, "files-move"); len(m) != 2 {
+			t.Fatalf("seed %d: files-move by template keeps %v", seed, m)
+		}
+	}
+	if missed == 0 {
+		t.Fatal("no seed's plain pick misses a files-move template: the check above proves nothing")
 	}
 }

@@ -35,6 +35,8 @@ Example:
    cualake rollout --policy oracle --n 4 --shard 2/8   (tasks of shard 2 of 8; then cualake lake merge)
    cualake rollout --policy oracle --source warmstart --split train --n 1 --coverage 0.25 --seed 2
       (demonstrations of a quarter of each family's training tasks)
+   cualake rollout --policy oracle --source warmstart --split train --n 1 --coverage 0.25 --cover-by template --seed 2
+      (the same quarter, taking one task of each oracle template before a second of any)
    cualake rollout --policy checkpoint --split train --n 8 --unsolved --iteration 2
       (an RFT pass: only the training tasks the policy has not solved yet)
    cualake rollout --policy openai --env osworld --osworld-url http://192.168.1.5:5000 --n 1
@@ -59,6 +61,7 @@ cannot see this (it sees only its tasks): lake merge checks all shards' episodes
 			&cli.StringFlag{Name: "source", Value: "rollout", Usage: "rollout (training), eval (held-out evaluation, never trained on) or warmstart (demonstrations)"},
 			&cli.StringFlag{Name: "split", Usage: "only tasks of this split (train or heldout)"},
 			&cli.Float64Flag{Name: "coverage", Value: 1, Usage: "roll out ceil(F x n) of each task family's n tasks, picked by --seed (VeriGen's tasks: of each app's); 1: all. For demonstrations that cover every family but not every instance"},
+			&cli.StringFlag{Name: "cover-by", Value: "family", Usage: "--coverage: family (the seed's first ceil(F x n) of each family) or template (of each family, one task of each oracle template, the oracle's actions in the policy's action language, before a second of any)"},
 			&cli.IntFlag{Name: "iteration", Value: -1, Usage: "record episodes under this iteration (default: the batch's, or the next)"},
 			&cli.StringFlag{Name: "endpoint", EnvVars: []string{"OPENAI_BASE_URL"}, Usage: "openai policy: base URL of an OpenAI-compatible server"},
 			&cli.StringFlag{Name: "model", Usage: "openai policy: model name"},
@@ -125,6 +128,12 @@ func checkRolloutFlags(c *cli.Context) error {
 	}
 	if f := c.Float64("coverage"); !(f > 0 && f <= 1) { // NaN fails too
 		return usageErr("--coverage is %v, want a fraction in (0, 1] (1: every task)", f)
+	}
+	if by := c.String("cover-by"); by != "family" && by != "template" {
+		return usageErr("--cover-by %q: want family or template", by)
+	}
+	if c.String("cover-by") == "template" && c.Float64("coverage") == 1 {
+		return usageErr("--cover-by template: it orders the pick of --coverage, which is 1 (every task); set --coverage below 1")
 	}
 	if m := segment.Mode(c.String("context")); !slices.Contains(segment.Modes, m) {
 		return usageErr("--context %q: want window, step or trajectory", m)
@@ -241,7 +250,19 @@ func runRollout(c *cli.Context) error {
 		if ids != nil || plan.FromBatch {
 			return usageErr("--coverage: it picks from the pool, not from --tasks or a batch (run it before sample, or without --tasks)")
 		}
-		if plan.Tasks, err = rollout.Cover(plan.Tasks, coverage, c.Int64("seed")); err != nil {
+		var templates map[string]string
+		if c.String("cover-by") == "template" {
+			tm, err := rollout.OracleTemplates(plan.Tasks)
+			if err != nil {
+				return err
+			}
+			templates = tm.ByTask
+			fmt.Fprintf(c.App.ErrWriter, "rollout --cover-by template: %d oracle templates over %d tasks\n", tm.Count(), len(plan.Tasks))
+			if len(tm.Missing) > 0 {
+				fmt.Fprintf(c.App.ErrWriter, "rollout --cover-by template: %d tasks have no oracle template and count as their own: %s\n", len(tm.Missing), tm.MissingSummary())
+			}
+		}
+		if plan.Tasks, err = rollout.Cover(plan.Tasks, coverage, c.Int64("seed"), templates); err != nil {
 			return err
 		}
 	}
@@ -398,6 +419,9 @@ func runRollout(c *cli.Context) error {
 	if coverage != 1 {
 		// only when set, so that runs without it keep their params
 		extra["coverage"] = coverage
+		if by := c.String("cover-by"); by != "family" {
+			extra["cover_by"] = by
+		}
 	}
 	if unsolved {
 		extra["unsolved"] = true // tasks: how many had no verified success

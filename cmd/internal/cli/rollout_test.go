@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -219,7 +220,7 @@ func TestRolloutCoverage(t *testing.T) {
 			train = append(train, task)
 		}
 	}
-	want, err := rollout.Cover(train, 0.25, 2002)
+	want, err := rollout.Cover(train, 0.25, 2002, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,8 +241,46 @@ func TestRolloutCoverage(t *testing.T) {
 		t.Fatalf("picked %d of %d", len(want), len(train))
 	}
 	out, err = run(t, "lake", "show", "--json")
-	if err != nil || !strings.Contains(out, `"coverage": 0.25`) {
-		t.Fatalf("params lack the coverage: %v\n%s", err, out)
+	if err != nil || !strings.Contains(out, `"coverage": 0.25`) || strings.Contains(out, "cover_by") {
+		t.Fatalf("params lack the coverage, or name a cover_by: %v\n%s", err, out)
+	}
+
+	// --cover-by template: the pick rollout.Cover makes with the pool's
+	// oracle templates, recorded in the params.
+	for _, args := range [][]string{{"--coverage", "0.25", "--cover-by", "task"}, {"--cover-by", "template"}} {
+		_, err := run(t, append([]string{"rollout", "--policy", "oracle", "--n", "1", "--tree-only"}, args...)...)
+		if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--cover-by") {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	t.Setenv("CUALAKE_LAKE", filepath.Join(t.TempDir(), "lake"))
+	out, err = run(t, "rollout", "--policy", "oracle", "--source", "warmstart", "--split", "train", "--n", "1",
+		"--tree-only", "--coverage", "0.25", "--cover-by", "template", "--seed", "2002", "--workers", "2", "--json")
+	if err != nil {
+		t.Fatalf("rollout --cover-by template: %v\n%s", err, out)
+	}
+	tm, err := rollout.OracleTemplates(train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byTmpl, err := rollout.Cover(train, 0.25, 2002, tm.ByTask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids = ids[:0]
+	for _, task := range byTmpl {
+		ids = append(ids, "'"+task.TaskID+"'")
+	}
+	if slices.EqualFunc(byTmpl, want, func(a, b schemas.Task) bool { return a.TaskID == b.TaskID }) {
+		t.Fatal("seed 2002 picks the same tasks by template as by family: the check below proves nothing")
+	}
+	out, err = run(t, "query", "--format", "csv", fmt.Sprintf(`select count(*), count(*) filter (where task_id in (%s)) from trajectories`, strings.Join(ids, ",")))
+	if line := fmt.Sprintf("%d,%d\n", len(byTmpl), len(byTmpl)); err != nil || !strings.HasSuffix(out, line) {
+		t.Fatalf("trajectories (all, picked by template): %q %v, want %q", out, err, line)
+	}
+	out, err = run(t, "lake", "show", "--json")
+	if err != nil || !strings.Contains(out, `"cover_by": "template"`) {
+		t.Fatalf("params lack cover_by: %v\n%s", err, out)
 	}
 }
 

@@ -1,0 +1,121 @@
+package rollout
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/cualake/cualake/pipeline/simdesk"
+	"github.com/cualake/cualake/schemas"
+	"github.com/cualake/cualake/trainer/featurize"
+)
+
+// Templates are the tasks' oracle templates (OracleTemplates).
+type Templates struct {
+	// ByTask maps a task id to its template: the oracle's actions written
+	// in the policy's action language, joined by " ; ".
+	ByTask map[string]string
+	// Missing maps a task id with no template to why (no oracle plan, a
+	// setup the simulator cannot apply, an oracle that does not solve it).
+	Missing map[string]string
+}
+
+// Count returns how many distinct templates there are.
+func (t Templates) Count() int {
+	seen := map[string]bool{}
+	for _, s := range t.ByTask {
+		seen[s] = true
+	}
+	return len(seen)
+}
+
+// MissingSummary names up to three tasks without a template and why, for a
+// progress line ("" when every task has one).
+func (t Templates) MissingSummary() string {
+	if len(t.Missing) == 0 {
+		return ""
+	}
+	ids := make([]string, 0, len(t.Missing))
+	for id := range t.Missing {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var parts []string
+	for _, id := range ids[:min(3, len(ids))] {
+		parts = append(parts, id+": "+t.Missing[id])
+	}
+	if len(ids) > 3 {
+		parts = append(parts, fmt.Sprintf("... (%d more)", len(ids)-3))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// OracleTemplates plays the oracle on every task in the embedded simulator
+// (accessibility trees only, desktop seed 0) and writes each action in the
+// causal policy's action language (featurize.Encode, against the screen
+// the action was taken on). Two instances of a family share a template
+// when the policy would write the same texts to solve both: the unit of
+// what a small policy generalises from one demonstration to another
+// (docs/experiments.md, "Where the gain stops"). A task the oracle cannot
+// solve here has no template and is listed in Missing; that is no error,
+// since Cover then treats it as its own template.
+func OracleTemplates(tasks []schemas.Task) (Templates, error) {
+	out := Templates{ByTask: map[string]string{}, Missing: map[string]string{}}
+	sim, err := simdesk.NewSim(simdesk.Options{TreeOnly: true})
+	if err != nil {
+		return out, fmt.Errorf("rollout: oracle templates: %w", err)
+	}
+	for _, task := range tasks {
+		text, why, err := oracleTemplate(sim, task)
+		if err != nil {
+			return out, fmt.Errorf("rollout: oracle template of %s: %w", task.TaskID, err)
+		}
+		if why != "" {
+			out.Missing[task.TaskID] = why
+			continue
+		}
+		out.ByTask[task.TaskID] = text
+	}
+	return out, nil
+}
+
+// oracleTemplate returns the task's template, or why it has none; err is
+// reserved for the featurizer failing on a tree the simulator produced.
+func oracleTemplate(sim *simdesk.Sim, task schemas.Task) (text, why string, err error) {
+	pol, err := simdesk.Oracle(task)
+	if errors.Is(err, simdesk.ErrNoPlan) {
+		return "", "no oracle plan", nil
+	}
+	if err != nil {
+		return "", err.Error(), nil
+	}
+	obs, err := sim.Reset(task, 0)
+	if err != nil {
+		return "", err.Error(), nil
+	}
+	var lines []string
+	for !obs.Done && len(lines) < simdesk.MaxOracleSteps {
+		a, err := pol.Next(obs)
+		if err != nil {
+			return "", err.Error(), nil
+		}
+		elems, err := featurize.Elements(obs.Tree, task.Instruction)
+		if err != nil {
+			return "", "", fmt.Errorf("step %d: %w", len(lines), err)
+		}
+		line, _ := featurize.Encode(a, elems, task.Instruction)
+		lines = append(lines, line)
+		if obs, err = sim.Step(a); err != nil {
+			return "", err.Error(), nil
+		}
+	}
+	score, detail, err := sim.Evaluate()
+	if err != nil {
+		return "", err.Error(), nil
+	}
+	if score != 1 {
+		return "", fmt.Sprintf("the oracle scores %v after %d steps: %s", score, len(lines), detail), nil
+	}
+	return strings.Join(lines, " ; "), "", nil
+}
