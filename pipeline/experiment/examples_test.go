@@ -91,7 +91,7 @@ func TestDemoIsTheCheckedArm(t *testing.T) {
 		t.Fatalf("%s has no arm %s", file, variant)
 		return loop.Config{}
 	}
-	for _, a := range []struct{ file, variant string }{{"split-check.yaml", "demo"}, {"dropout.yaml", "p0.1"}, {"rft-augment.yaml", "demo"}, {"rft-restart.yaml", "continue"}} {
+	for _, a := range []struct{ file, variant string }{{"split-check.yaml", "demo"}, {"dropout.yaml", "p0.1"}, {"rft-augment.yaml", "demo"}, {"rft-restart.yaml", "continue"}, {"cover-template.yaml", "family"}} {
 		if c := arm(a.file, a.variant); loop.RunID(c) != loop.RunID(demo) {
 			t.Fatalf("examples/demo.yaml is not %s's arm %s: run %s against %s", a.file, a.variant, loop.RunID(demo), loop.RunID(c))
 		}
@@ -115,7 +115,12 @@ func TestDemoIsTheCheckedArm(t *testing.T) {
 		t.Fatalf("rft-restart.yaml's restart: restart %v, %d steps", restart.RFT.Restart, restart.RFT.Steps)
 	}
 	restart.RFT.Restart, restart.RFT.Steps = false, demo.RFT.Steps
-	for name, c := range map[string]loop.Config{"rft-augment.yaml a30": aug, "rounds-dropout.yaml r5": r5, "rft-restart.yaml restart": restart} {
+	tmpl := arm("cover-template.yaml", "template")
+	if tmpl.Warmstart.CoverBy != "template" {
+		t.Fatalf("cover-template.yaml's template: warmstart.cover_by %q", tmpl.Warmstart.CoverBy)
+	}
+	tmpl.Warmstart.CoverBy = demo.Warmstart.CoverBy
+	for name, c := range map[string]loop.Config{"rft-augment.yaml a30": aug, "rounds-dropout.yaml r5": r5, "rft-restart.yaml restart": restart, "cover-template.yaml template": tmpl} {
 		if loop.RunID(c) != loop.RunID(demo) {
 			t.Fatalf("%s is more than the demo's config and its key", name)
 		}

@@ -187,6 +187,10 @@ func TestCoverTemplates(t *testing.T) {
 		if len(family(plain, "files-move")) == 1 {
 			missed++
 		}
+		// One of each template first keeps min(n, templates) of a family's.
+		if a, b := tm.Of(byTmpl).Count(), tm.Of(plain).Count(); a < b || a > tm.Count() {
+			t.Fatalf("seed %d: the pick by template keeps %d templates, the plain one %d (of %d)", seed, a, b, tm.Count())
+		}
 		if m := family(byTmpl, "files-move"); len(m) != 2 {
 			t.Fatalf("seed %d: files-move by template keeps %v", seed, m)
 		}

@@ -30,6 +30,19 @@ func (t Templates) Count() int {
 	return len(seen)
 }
 
+// Of returns the templates of the given tasks only.
+func (t Templates) Of(tasks []schemas.Task) Templates {
+	out := Templates{ByTask: map[string]string{}, Missing: map[string]string{}}
+	for _, task := range tasks {
+		if s, ok := t.ByTask[task.TaskID]; ok {
+			out.ByTask[task.TaskID] = s
+		} else if why, ok := t.Missing[task.TaskID]; ok {
+			out.Missing[task.TaskID] = why
+		}
+	}
+	return out
+}
+
 // MissingSummary names up to three tasks without a template and why, for a
 // progress line ("" when every task has one).
 func (t Templates) MissingSummary() string {

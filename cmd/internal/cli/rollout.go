@@ -250,20 +250,22 @@ func runRollout(c *cli.Context) error {
 		if ids != nil || plan.FromBatch {
 			return usageErr("--coverage: it picks from the pool, not from --tasks or a batch (run it before sample, or without --tasks)")
 		}
-		var templates map[string]string
+		var tm rollout.Templates
 		if c.String("cover-by") == "template" {
-			tm, err := rollout.OracleTemplates(plan.Tasks)
-			if err != nil {
+			if tm, err = rollout.OracleTemplates(plan.Tasks); err != nil {
 				return err
 			}
-			templates = tm.ByTask
-			fmt.Fprintf(c.App.ErrWriter, "rollout --cover-by template: %d oracle templates over %d tasks\n", tm.Count(), len(plan.Tasks))
 			if len(tm.Missing) > 0 {
 				fmt.Fprintf(c.App.ErrWriter, "rollout --cover-by template: %d tasks have no oracle template and count as their own: %s\n", len(tm.Missing), tm.MissingSummary())
 			}
 		}
-		if plan.Tasks, err = rollout.Cover(plan.Tasks, coverage, c.Int64("seed"), templates); err != nil {
+		pool := len(plan.Tasks)
+		if plan.Tasks, err = rollout.Cover(plan.Tasks, coverage, c.Int64("seed"), tm.ByTask); err != nil {
 			return err
+		}
+		if tm.ByTask != nil {
+			fmt.Fprintf(c.App.ErrWriter, "rollout --cover-by template: %d of %d tasks cover %d of their %d oracle templates\n",
+				len(plan.Tasks), pool, tm.Of(plan.Tasks).Count(), tm.Count())
 		}
 	}
 	tasks, err := rollout.SelectTasks(plan.Tasks, ids, c.Int("limit-tasks"))
