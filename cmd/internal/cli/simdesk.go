@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cualake/cualake/pipeline/lake"
+	"github.com/cualake/cualake/pipeline/rollout"
 	"github.com/cualake/cualake/pipeline/simdesk"
 	"github.com/cualake/cualake/pipeline/simdesk/coverage"
 	"github.com/cualake/cualake/pipeline/simdesk/server"
@@ -27,7 +28,8 @@ func init() {
 		Description: `Example:
    cualake simdesk pool                 # commit the built-in task pool as the tasks table
    cualake simdesk serve --port 5000    # OSWorld's desktop server API over the simulator
-   cualake simdesk coverage             # which tasks the simulator and OSWorld VMs can run, per domain`,
+   cualake simdesk coverage             # which tasks the simulator and OSWorld VMs can run, per domain
+   cualake simdesk templates --json     # each task's oracle template (what rollout --cover-by template groups by)`,
 		Subcommands: []*cli.Command{{
 			Name:  "pool",
 			Usage: "commit the simulator's built-in task pool (tasks with oracles, train/heldout split)",
@@ -68,8 +70,96 @@ Example:
 				&cli.IntFlag{Name: "top", Value: 5, Usage: "blockers shown per domain"},
 			},
 			Action: runSimdeskCoverage,
+		}, {
+			Name:  "templates",
+			Usage: "each task's oracle template: the oracle's actions on the simulator, in the policy's action language (what rollout --cover-by template groups by)",
+			Description: `Plays the oracle on every task of the snapshot's tasks table in the embedded simulator (trees
+only, desktop seed 0) and writes each action as the causal policy would (trainer/featurize); two
+tasks share a template when those texts are equal. Tasks the oracle cannot solve there are listed
+with why. Prints one line per task (task, split, template id, then the text), or with --json the
+rows and the templates with their tasks.
+
+Example:
+   cualake simdesk templates --in exp/demo/template/s1
+   cualake simdesk templates --json | jq '.templates[] | select(.splits.train == null)'   (held-out only)`,
+			Flags: []cli.Flag{lakeFlag, jsonFlag,
+				&cli.StringFlag{Name: "in", Usage: "snapshot (default main)"},
+			},
+			Action: runSimdeskTemplates,
 		}},
 	})
+}
+
+func runSimdeskTemplates(c *cli.Context) error {
+	ctx := c.Context
+	l, err := openLake(c, false)
+	if err != nil {
+		return err
+	}
+	id, err := l.Resolve(ctx, c.String("in"))
+	if err != nil {
+		return err
+	}
+	m, err := l.Snapshot(ctx, id)
+	if err != nil {
+		return err
+	}
+	tasks, err := lake.ReadTable(ctx, l, m, schemas.Tasks)
+	if err != nil {
+		return err
+	}
+	if len(tasks) == 0 {
+		return usageErr("snapshot %s has no tasks (run cualake simdesk pool first)", m.ID)
+	}
+	tm, err := rollout.OracleTemplates(tasks)
+	if err != nil {
+		return err
+	}
+	// Templates are numbered in order of their first task, so ids are
+	// stable for one snapshot.
+	num := map[string]int{}
+	type tmplRow struct {
+		ID     int            `json:"id"`
+		Text   string         `json:"text"`
+		Tasks  []string       `json:"tasks"`
+		Splits map[string]int `json:"splits"`
+	}
+	var templates []*tmplRow
+	type taskRow struct {
+		TaskID   string `json:"task_id"`
+		Split    string `json:"split"`
+		Template int    `json:"template,omitempty"` // 0: none
+		Missing  string `json:"missing,omitempty"`
+	}
+	rows := make([]taskRow, 0, len(tasks))
+	for _, t := range tasks {
+		r := taskRow{TaskID: t.TaskID, Split: t.Split}
+		if text, ok := tm.ByTask[t.TaskID]; ok {
+			if num[text] == 0 {
+				templates = append(templates, &tmplRow{ID: len(templates) + 1, Text: text, Splits: map[string]int{}})
+				num[text] = len(templates)
+			}
+			tr := templates[num[text]-1]
+			tr.Tasks = append(tr.Tasks, t.TaskID)
+			tr.Splits[t.Split]++
+			r.Template = tr.ID
+		} else {
+			r.Missing = tm.Missing[t.TaskID]
+		}
+		rows = append(rows, r)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, map[string]any{"snapshot": m.ID, "tasks": rows, "templates": templates, "missing": len(tm.Missing)})
+	}
+	for _, r := range rows {
+		if r.Template == 0 {
+			fmt.Fprintf(c.App.Writer, "%s\t%s\t-\t(no template: %s)\n", r.TaskID, r.Split, r.Missing)
+			continue
+		}
+		fmt.Fprintf(c.App.Writer, "%s\t%s\tt%d\t%s\n", r.TaskID, r.Split, r.Template, templates[r.Template-1].Text)
+	}
+	fmt.Fprintf(c.App.ErrWriter, "%d tasks, %d templates, %d without one; snapshot %s\n", len(rows), len(templates), len(tm.Missing), m.ID)
+	return nil
 }
 
 func runSimdeskPool(c *cli.Context) error {

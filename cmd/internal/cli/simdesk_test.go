@@ -83,3 +83,67 @@ func TestSimdeskCoverage(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
+
+// TestSimdeskTemplates: every pool task gets a template; files-move's ten
+// training and two held-out tasks fall into its two templates (drag onto
+// a sidebar folder, cut and paste into a nested one), with both held-out
+// tasks in the drag template; the JSON's templates list their tasks and
+// splits; a lake with no snapshot is an error saying so.
+func TestSimdeskTemplates(t *testing.T) {
+	t.Setenv("CUALAKE_LAKE", filepath.Join(t.TempDir(), "lake"))
+	if _, err := run(t, "lake", "init"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "simdesk", "templates"); err == nil || !strings.Contains(err.Error(), "no snapshot") {
+		t.Fatalf("empty lake: %v", err)
+	}
+	if out, err := run(t, "simdesk", "pool"); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	out, err := run(t, "simdesk", "templates", "--json")
+	if err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	var got struct {
+		Tasks []struct {
+			TaskID   string `json:"task_id"`
+			Split    string
+			Missing  string
+			Template int
+		}
+		Templates []struct {
+			ID     int
+			Text   string
+			Tasks  []string
+			Splits map[string]int
+		}
+		Missing int
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got.Missing != 0 || len(got.Tasks) < 200 || len(got.Templates) < 30 || len(got.Templates) >= len(got.Tasks) {
+		t.Fatalf("%d tasks, %d templates, %d missing", len(got.Tasks), len(got.Templates), got.Missing)
+	}
+	move := map[int][]string{}
+	for _, r := range got.Tasks {
+		if r.Template < 1 || r.Template > len(got.Templates) {
+			t.Fatalf("%s: template %d", r.TaskID, r.Template)
+		}
+		if tm := got.Templates[r.Template-1]; tm.ID != r.Template || !strings.Contains(strings.Join(tm.Tasks, ","), r.TaskID) {
+			t.Fatalf("%s: template %d lists %v", r.TaskID, r.Template, tm.Tasks)
+		}
+		if strings.HasPrefix(r.TaskID, "files-move-") {
+			move[r.Template] = append(move[r.Template], r.TaskID+"/"+r.Split)
+		}
+	}
+	if len(move) != 2 {
+		t.Fatalf("files-move templates: %v", move)
+	}
+	for id := range move {
+		tm := got.Templates[id-1]
+		if drag := strings.Contains(tm.Text, "drag"); drag != (tm.Splits["heldout"] == 2) || tm.Splits["train"] == 0 {
+			t.Fatalf("files-move template %q: splits %v", tm.Text, tm.Splits)
+		}
+	}
+}
