@@ -91,20 +91,7 @@ Example:
 }
 
 func runSimdeskTemplates(c *cli.Context) error {
-	ctx := c.Context
-	l, err := openLake(c, false)
-	if err != nil {
-		return err
-	}
-	id, err := l.Resolve(ctx, c.String("in"))
-	if err != nil {
-		return err
-	}
-	m, err := l.Snapshot(ctx, id)
-	if err != nil {
-		return err
-	}
-	tasks, err := lake.ReadTable(ctx, l, m, schemas.Tasks)
+	m, tasks, err := snapshotTasks(c)
 	if err != nil {
 		return err
 	}
@@ -211,21 +198,31 @@ func runSimdeskPool(c *cli.Context) error {
 	return nil
 }
 
-func runSimdeskCoverage(c *cli.Context) error {
+// snapshotTasks reads the tasks table of the snapshot --in names (default
+// main).
+func snapshotTasks(c *cli.Context) (*lake.Manifest, []schemas.Task, error) {
 	ctx := c.Context
 	l, err := openLake(c, false)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	id, err := l.Resolve(ctx, c.String("in"))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	m, err := l.Snapshot(ctx, id)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	tasks, err := lake.ReadTable(ctx, l, m, schemas.Tasks)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, tasks, nil
+}
+
+func runSimdeskCoverage(c *cli.Context) error {
+	m, tasks, err := snapshotTasks(c)
 	if err != nil {
 		return err
 	}
