@@ -199,3 +199,44 @@ func TestCoverTemplates(t *testing.T) {
 		t.Fatal("no seed's plain pick misses a files-move template: the check above proves nothing")
 	}
 }
+
+// TestTemplatesMissing: a task whose judge the oracle has no plan for gets
+// no template, with the reason, and no error; two such tasks of one family
+// count as two templates, so a pick by template may keep both.
+func TestTemplatesMissing(t *testing.T) {
+	var pool []schemas.Task
+	for _, task := range simdesk.Pool() {
+		if simdesk.FamilyOf(task.TaskID) == "files-rename" && task.Split == "train" {
+			pool = append(pool, task)
+		}
+	}
+	noPlan := `{"func":"compare_list","result":{"type":"dir_listing","path":"~/Documents"},"expected":{"type":"rule","rules":{"expected":["a"]}}}`
+	for i := range 2 {
+		pool[i].Judge = noPlan
+	}
+	tm, err := OracleTemplates(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tm.Missing) != 2 || !strings.Contains(tm.Missing[pool[0].TaskID], "no oracle plan") || !strings.Contains(tm.MissingSummary(), pool[1].TaskID) {
+		t.Fatalf("missing %v (%s)", tm.Missing, tm.MissingSummary())
+	}
+	if tm.Count() != 1 || len(tm.ByTask) != len(pool)-2 {
+		t.Fatalf("%d templates over %d tasks with one", tm.Count(), len(tm.ByTask))
+	}
+	// Of 10 tasks, 3 templates (two own, one shared by 8): a third keeps one
+	// of each whatever the seed.
+	for seed := int64(1); seed <= 10; seed++ {
+		kept, err := Cover(pool, 0.3, seed, tm.ByTask)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string]bool{}
+		for _, k := range kept {
+			ids[k.TaskID] = true
+		}
+		if len(kept) != 3 || !ids[pool[0].TaskID] || !ids[pool[1].TaskID] {
+			t.Fatalf("seed %d kept %v", seed, ids)
+		}
+	}
+}
