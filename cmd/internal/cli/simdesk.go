@@ -80,8 +80,8 @@ with why. Prints one line per task (task, split, template id, then the text), or
 rows and the templates with their tasks.
 
 Example:
-   cualake simdesk templates --in exp/demo/template/s1
-   cualake simdesk templates --json | jq '.templates[] | select(.splits.train == null)'   (held-out only)`,
+   cualake simdesk templates --in exp/cover-template/template/s1
+   cualake simdesk templates --json > templates.json   (templates[].splits: which splits have it)`,
 			Flags: []cli.Flag{lakeFlag, jsonFlag,
 				&cli.StringFlag{Name: "in", Usage: "snapshot (default main)"},
 			},
