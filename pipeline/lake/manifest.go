@@ -60,8 +60,9 @@ const FormatVersion = 1
 // 0.1); at 0 every result is 0.1.11's, so `cualake run`'s default loop
 // computes 0.1.11's bits. 0.1.13: synthesize --from-trajectories leaves
 // held-out tasks out (a held-out task's evaluation rollouts were split and
-// composed into training tasks); config key rft.augment (default 0, so
-// every config without it computes 0.1.12's bits).
+// composed into training tasks); config keys rft.augment (default 0),
+// rft.restart (default false) and warmstart.cover_by (default family),
+// so every config without them computes 0.1.12's bits.
 const CodeVersion = "cualake/0.1.13"
 
 // File is one immutable data file of a table.

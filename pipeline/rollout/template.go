@@ -95,6 +95,8 @@ func OracleTemplates(tasks []schemas.Task) (Templates, error) {
 
 // oracleTemplate returns the task's template, or why it has none; err is
 // reserved for the featurizer failing on a tree the simulator produced.
+// The oracle plays through simdesk.Run, wrapped to write each action
+// against the observation it was chosen on.
 func oracleTemplate(sim *simdesk.Sim, task schemas.Task) (text, why string, err error) {
 	pol, err := simdesk.Oracle(task)
 	if errors.Is(err, simdesk.ErrNoPlan) {
@@ -103,32 +105,31 @@ func oracleTemplate(sim *simdesk.Sim, task schemas.Task) (text, why string, err 
 	if err != nil {
 		return "", err.Error(), nil
 	}
-	obs, err := sim.Reset(task, 0)
-	if err != nil {
-		return "", err.Error(), nil
-	}
 	var lines []string
-	for !obs.Done && len(lines) < simdesk.MaxOracleSteps {
+	var encErr error
+	write := simdesk.PolicyFunc(func(obs simdesk.Obs) (schemas.Action, error) {
 		a, err := pol.Next(obs)
 		if err != nil {
-			return "", err.Error(), nil
+			return a, err
 		}
 		elems, err := featurize.Elements(obs.Tree, task.Instruction)
 		if err != nil {
-			return "", "", fmt.Errorf("step %d: %w", len(lines), err)
+			encErr = fmt.Errorf("step %d: %w", len(lines), err)
+			return a, encErr
 		}
 		line, _ := featurize.Encode(a, elems, task.Instruction)
 		lines = append(lines, line)
-		if obs, err = sim.Step(a); err != nil {
-			return "", err.Error(), nil
-		}
+		return a, nil
+	})
+	ep, err := simdesk.Run(sim, write, task, 0, simdesk.MaxOracleSteps)
+	if encErr != nil {
+		return "", "", encErr
 	}
-	score, detail, err := sim.Evaluate()
 	if err != nil {
 		return "", err.Error(), nil
 	}
-	if score != 1 {
-		return "", fmt.Sprintf("the oracle scores %v after %d steps: %s", score, len(lines), detail), nil
+	if ep.Score != 1 {
+		return "", fmt.Sprintf("the oracle scores %v after %d steps: %s", ep.Score, len(ep.Actions), ep.Detail), nil
 	}
 	return strings.Join(lines, " ; "), "", nil
 }
