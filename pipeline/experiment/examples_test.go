@@ -96,6 +96,18 @@ func TestDemoIsTheCheckedArm(t *testing.T) {
 	if c := arm("cover-template.yaml", "template"); loop.RunID(c) != loop.RunID(demo) || demo.Warmstart.CoverBy != "template" {
 		t.Fatalf("examples/demo.yaml (cover_by %q) is not cover-template.yaml's arm template: run %s against %s", demo.Warmstart.CoverBy, loop.RunID(demo), loop.RunID(c))
 	}
+	if c := arm("rft-lr.yaml", "demo"); loop.RunID(c) != loop.RunID(demo) {
+		t.Fatalf("examples/demo.yaml is not rft-lr.yaml's arm demo: run %s against %s", loop.RunID(demo), loop.RunID(c))
+	}
+	for variant, lr := range map[string]float64{"lr003": 0.003, "lr03": 0.03} {
+		c := arm("rft-lr.yaml", variant)
+		if c.RFT.LR != lr || c.RFT.LR == demo.RFT.LR {
+			t.Fatalf("rft-lr.yaml's %s: rft.lr %v, want %v (the demo's is %v)", variant, c.RFT.LR, lr, demo.RFT.LR)
+		}
+		if c.RFT.LR = demo.RFT.LR; loop.RunID(c) != loop.RunID(demo) {
+			t.Fatalf("rft-lr.yaml's %s is more than the demo's config and rft.lr", variant)
+		}
+	}
 	plain := demo
 	plain.Warmstart.CoverBy = "family"
 	for _, a := range []struct{ file, variant string }{{"split-check.yaml", "demo"}, {"dropout.yaml", "p0.1"}, {"rft-augment.yaml", "demo"}, {"rft-restart.yaml", "continue"}, {"cover-template.yaml", "family"}} {
