@@ -71,7 +71,8 @@ func TestExamplesResolve(t *testing.T) {
 // dropout.yaml's p0.1 and the other experiments' control arms;
 // dropout.yaml's p0 arm is that config without dropout, another run; the
 // arms of rft-augment.yaml, rounds-dropout.yaml and rft-restart.yaml are
-// that config and the keys they are about.
+// that config and the keys they are about; rft-lr.yaml's demo arm is the
+// demo's run and its other arms differ in rft.lr alone.
 func TestDemoIsTheCheckedArm(t *testing.T) {
 	demo, err := loop.Load("../../examples/demo.yaml")
 	if err != nil {

@@ -240,3 +240,20 @@ func TestTemplatesMissing(t *testing.T) {
 		}
 	}
 }
+
+// Groups numbers templates by their first task and counts splits; a task
+// without a template gets id 0 and no group.
+func TestTemplateGroups(t *testing.T) {
+	tm := Templates{ByTask: map[string]string{"a": "x", "b": "y", "c": "x"}, Missing: map[string]string{"d": "no plan"}}
+	tasks := []schemas.Task{{TaskID: "b", Split: "train"}, {TaskID: "d", Split: "train"}, {TaskID: "a", Split: "heldout"}, {TaskID: "c", Split: "train"}}
+	groups, ids := tm.Groups(tasks)
+	if !slices.Equal(ids, []int{1, 0, 2, 2}) || len(groups) != 2 {
+		t.Fatalf("ids %v, %d groups; want [1 0 2 2], 2", ids, len(groups))
+	}
+	if g := groups[1]; g.ID != 2 || g.Text != "x" || !slices.Equal(g.Tasks, []string{"a", "c"}) || g.Splits["heldout"] != 1 || g.Splits["train"] != 1 {
+		t.Fatalf("group 2: %+v", *g)
+	}
+	if g := groups[0]; g.Text != "y" || !slices.Equal(g.Tasks, []string{"b"}) {
+		t.Fatalf("group 1: %+v", *g)
+	}
+}

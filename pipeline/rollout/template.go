@@ -43,6 +43,39 @@ func (t Templates) Of(tasks []schemas.Task) Templates {
 	return out
 }
 
+// Group is one template with the tasks that share it.
+type Group struct {
+	// ID numbers the templates of one Groups call from 1, in the order of
+	// their first task, so ids are stable for one task list.
+	ID    int      `json:"id"`
+	Text  string   `json:"text"`
+	Tasks []string `json:"tasks"`
+	// Splits counts the group's tasks per split (train, heldout).
+	Splits map[string]int `json:"splits"`
+}
+
+// Groups groups tasks (in their order) by template and returns the groups
+// and, per task, its group's ID (0 for a task without a template).
+func (t Templates) Groups(tasks []schemas.Task) (groups []*Group, ids []int) {
+	num := map[string]int{}
+	ids = make([]int, len(tasks))
+	for i, task := range tasks {
+		text, ok := t.ByTask[task.TaskID]
+		if !ok {
+			continue
+		}
+		if num[text] == 0 {
+			groups = append(groups, &Group{ID: len(groups) + 1, Text: text, Splits: map[string]int{}})
+			num[text] = len(groups)
+		}
+		g := groups[num[text]-1]
+		g.Tasks = append(g.Tasks, task.TaskID)
+		g.Splits[task.Split]++
+		ids[i] = g.ID
+	}
+	return groups, ids
+}
+
 // MissingSummary names up to three tasks without a template and why, for a
 // progress line ("" when every task has one).
 func (t Templates) MissingSummary() string {

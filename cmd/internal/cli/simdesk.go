@@ -102,38 +102,16 @@ func runSimdeskTemplates(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	// Templates are numbered in order of their first task, so ids are
-	// stable for one snapshot.
-	num := map[string]int{}
-	type tmplRow struct {
-		ID     int            `json:"id"`
-		Text   string         `json:"text"`
-		Tasks  []string       `json:"tasks"`
-		Splits map[string]int `json:"splits"`
-	}
-	var templates []*tmplRow
+	templates, ids := tm.Groups(tasks)
 	type taskRow struct {
 		TaskID   string `json:"task_id"`
 		Split    string `json:"split"`
 		Template int    `json:"template,omitempty"` // 0: none
 		Missing  string `json:"missing,omitempty"`
 	}
-	rows := make([]taskRow, 0, len(tasks))
-	for _, t := range tasks {
-		r := taskRow{TaskID: t.TaskID, Split: t.Split}
-		if text, ok := tm.ByTask[t.TaskID]; ok {
-			if num[text] == 0 {
-				templates = append(templates, &tmplRow{ID: len(templates) + 1, Text: text, Splits: map[string]int{}})
-				num[text] = len(templates)
-			}
-			tr := templates[num[text]-1]
-			tr.Tasks = append(tr.Tasks, t.TaskID)
-			tr.Splits[t.Split]++
-			r.Template = tr.ID
-		} else {
-			r.Missing = tm.Missing[t.TaskID]
-		}
-		rows = append(rows, r)
+	rows := make([]taskRow, len(tasks))
+	for i, t := range tasks {
+		rows[i] = taskRow{TaskID: t.TaskID, Split: t.Split, Template: ids[i], Missing: tm.Missing[t.TaskID]}
 	}
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, map[string]any{"snapshot": m.ID, "tasks": rows, "templates": templates, "missing": len(tm.Missing)})
