@@ -71,8 +71,9 @@ func TestExamplesResolve(t *testing.T) {
 // dropout.yaml's p0.1 and the other experiments' control arms;
 // dropout.yaml's p0 arm is that config without dropout, another run; the
 // arms of rft-augment.yaml, rounds-dropout.yaml and rft-restart.yaml are
-// that config and the keys they are about; rft-lr.yaml's demo arm is the
-// demo's run and its other arms differ in rft.lr alone.
+// that config and the keys they are about; the demo arms of rft-lr.yaml
+// and rft-balance.yaml are the demo's run, and their other arms differ in
+// rft.lr or rft.balance alone.
 func TestDemoIsTheCheckedArm(t *testing.T) {
 	demo, err := loop.Load("../../examples/demo.yaml")
 	if err != nil {
@@ -108,6 +109,14 @@ func TestDemoIsTheCheckedArm(t *testing.T) {
 		if c.RFT.LR = demo.RFT.LR; loop.RunID(c) != loop.RunID(demo) {
 			t.Fatalf("rft-lr.yaml's %s is more than the demo's config and rft.lr", variant)
 		}
+	}
+	if c := arm("rft-balance.yaml", "demo"); loop.RunID(c) != loop.RunID(demo) {
+		t.Fatalf("examples/demo.yaml is not rft-balance.yaml's arm demo: run %s against %s", loop.RunID(demo), loop.RunID(c))
+	}
+	if c := arm("rft-balance.yaml", "balance"); c.RFT.Balance != "actions" || demo.RFT.Balance != "none" {
+		t.Fatalf("rft-balance.yaml's balance: rft.balance %q (the demo's %q)", c.RFT.Balance, demo.RFT.Balance)
+	} else if c.RFT.Balance = demo.RFT.Balance; loop.RunID(c) != loop.RunID(demo) {
+		t.Fatal("rft-balance.yaml's balance is more than the demo's config and rft.balance")
 	}
 	plain := demo
 	plain.Warmstart.CoverBy = "family"

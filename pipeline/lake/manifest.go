@@ -61,7 +61,8 @@ const FormatVersion = 1
 // computes 0.1.11's bits. 0.1.13: synthesize --from-trajectories leaves
 // held-out tasks out (a held-out task's evaluation rollouts were split and
 // composed into training tasks); config keys rft.augment (default 0),
-// rft.restart (default false) and warmstart.cover_by (default family),
+// rft.restart (default false), rft.balance (default none) and
+// warmstart.cover_by (default family),
 // so every config without them computes 0.1.12's bits.
 const CodeVersion = "cualake/0.1.13"
 

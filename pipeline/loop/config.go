@@ -203,6 +203,10 @@ type RFTConfig struct {
 	// continuing the newest checkpoint; false: continue, left out of the
 	// run id.
 	Restart bool `yaml:"restart" json:"restart,omitempty"`
+	// Balance is none or actions (train --balance): actions draws a
+	// round's items so that each distinct action sequence gets an equal
+	// share of its steps; none, left out of the run id.
+	Balance string `yaml:"balance" json:"balance,omitempty"`
 }
 
 // Default returns the demo configuration.
@@ -222,7 +226,7 @@ func Default() Config {
 	c.Segment.Mode, c.Segment.K, c.Segment.Delta = "window", 5, 5
 	c.Train.Advantage, c.Train.Steps, c.Train.LR = "grpo", 30, 1e-4
 	c.Eval.N, c.Eval.Split = 1, "heldout"
-	c.RFT.N, c.RFT.Steps, c.RFT.LR, c.RFT.PerTask, c.RFT.Imitate, c.RFT.Pick, c.RFT.Pass = 8, 400, 1e-2, 1, "both", "random", "all"
+	c.RFT.N, c.RFT.Steps, c.RFT.LR, c.RFT.PerTask, c.RFT.Imitate, c.RFT.Pick, c.RFT.Pass, c.RFT.Balance = 8, 400, 1e-2, 1, "both", "random", "all", "none"
 	c.Audits = []string{"health", "synthesis", "overlap"}
 	c.Notebooks = []string{"notebooks/rollout-health.md", "notebooks/frontier.md", "notebooks/segments.md"}
 	return c
@@ -324,6 +328,7 @@ func (c Config) Validate() error {
 		check(c.RFT.Imitate == "both" || c.RFT.Imitate == "successes" || c.RFT.Imitate == "demos",
 			"rft.imitate is %q, want both, successes or demos", c.RFT.Imitate)
 		check(c.RFT.Pick == "random" || c.RFT.Pick == "shortest", "rft.pick is %q, want random or shortest", c.RFT.Pick)
+		check(c.RFT.Balance == "none" || c.RFT.Balance == "actions", "rft.balance is %q, want none or actions", c.RFT.Balance)
 		check(c.RFT.Pass == "all" || c.RFT.Pass == "unsolved", "rft.pass is %q, want all or unsolved", c.RFT.Pass)
 		check(c.RFT.Augment >= 0, "rft.augment is %d, want >= 0 (0: off)", c.RFT.Augment)
 		check(c.RFT.Augment == 0 || c.RFT.Iterations >= 2,

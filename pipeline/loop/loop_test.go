@@ -454,6 +454,7 @@ func TestRFTPlan(t *testing.T) {
 	}{
 		{&c.RFT.Imitate, "demos", "--imitate demos", "both"},
 		{&c.RFT.Pick, "shortest", "--pick shortest", "random"},
+		{&c.RFT.Balance, "actions", "--balance actions", "none"},
 	} {
 		*o.field = o.value
 		if RunID(c) == both {
@@ -474,7 +475,7 @@ func TestRFTPlan(t *testing.T) {
 		keys = append(keys, s.Key)
 		flags[s.Key] = strings.Join(s.Flags, " ")
 		if s.Command[0] == "train" && s.Iteration >= 1 && s.Iteration <= 2 &&
-			(!strings.HasPrefix(flags[s.Key], "--objective rft --steps 400 --lr 0.01 --per-task 1 --seed ") || strings.Contains(flags[s.Key], "--imitate") || strings.Contains(flags[s.Key], "--pick")) {
+			(!strings.HasPrefix(flags[s.Key], "--objective rft --steps 400 --lr 0.01 --per-task 1 --seed ") || strings.Contains(flags[s.Key], "--imitate") || strings.Contains(flags[s.Key], "--pick") || strings.Contains(flags[s.Key], "--balance")) {
 			t.Fatalf("%s: %s", s.Key, flags[s.Key])
 		}
 	}
@@ -546,6 +547,7 @@ func TestRFTPlan(t *testing.T) {
 		func(c *Config) { c.RFT.Imitate = "all" },
 		func(c *Config) { c.RFT.Pass = "both" },
 		func(c *Config) { c.RFT.Pick = "longest" },
+		func(c *Config) { c.RFT.Balance = "templates" },
 	)
 }
 

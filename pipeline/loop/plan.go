@@ -130,6 +130,9 @@ func Plan(c Config) []Step {
 		if c.RFT.Restart {
 			rft = append(rft, "--restart")
 		}
+		if c.RFT.Balance != "none" && c.RFT.Balance != "" {
+			rft = append(rft, "--balance", c.RFT.Balance)
+		}
 		rft = append(rft, "--dropout", ftoa(c.RFT.Dropout))
 		add(fmt.Sprintf("it%02d-train", it), title("train (RFT on the verified successes)"), rate.sftStep*float64(c.RFT.Steps), it, []string{"train"}, rft...)
 		s = append(s, evalStep(it))

@@ -50,6 +50,9 @@ func RunID(c Config) string {
 	if c.RFT.Pick == "random" {
 		c.RFT.Pick = "" // likewise
 	}
+	if c.RFT.Balance == "none" {
+		c.RFT.Balance = "" // likewise
+	}
 	b, _ := json.Marshal(c)
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])[:12]

@@ -448,8 +448,13 @@ func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params,
 	version, parent := nextVersion(prev)
 	out := &Output{Items: len(items), Mode: rows[0].Mode, SegmentsFrom: from, Demonstrations: nDemos, Successes: successes}
 	countTokens(out, rows)
-	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x5f7))
-	order, pos := rng.Perm(len(items)), 0
+	var weights []float64
+	if p.Balance == BalanceActions {
+		if weights, out.ActionGroups, err = ActionWeights(rows); err != nil {
+			return nil, err
+		}
+	}
+	draw := newItemDrawer(rand.New(rand.NewPCG(uint64(p.Seed), 0x5f7)), len(items), weights)
 	sopts := causal.SFTOptions{MaxGradNorm: trainer.DefaultMaxGradNorm, ContextWeight: CausalSFTContextWeight, Dropout: p.Dropout}
 	t0 := time.Now()
 	for step := 0; step < p.Steps; step++ {
@@ -459,11 +464,7 @@ func runCausalSFT(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params,
 		}
 		batch := make([]causal.Item, 0, p.Batch)
 		for len(batch) < min(p.Batch, len(items)) {
-			if pos == len(order) {
-				order, pos = rng.Perm(len(items)), 0
-			}
-			batch = append(batch, items[order[pos]])
-			pos++
+			batch = append(batch, items[draw.next()])
 		}
 		sm, err := causal.SFTStep(model, opt, batch, sopts)
 		if err != nil {

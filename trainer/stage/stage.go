@@ -69,6 +69,10 @@ type Params struct {
 	// policy is fitted to all the data at once rather than fine-tuned
 	// round after round (false: continue, left out of the params).
 	Restart bool `json:"restart,omitempty"`
+	// Balance is how a supervised run draws its items: BalanceNone ("",
+	// each item once per pass, in seeded order) or BalanceActions (each
+	// distinct action sequence an equal share: ActionWeights).
+	Balance string `json:"balance,omitempty"`
 	// Progress, when set, is called after every optimiser step with the
 	// steps done and the total, so a long SFT shows how far it is.
 	Progress func(done, total int) `json:"-"`
@@ -219,6 +223,9 @@ type Output struct {
 	// Demonstrations and Successes count the trajectories a supervised run
 	// imitated: demonstrations, and for rft the policy's verified successes.
 	Demonstrations, Successes int
+	// ActionGroups is the number of distinct action sequences a --balance
+	// actions run drew its items over (0 otherwise).
+	ActionGroups int
 	// TrainSeconds is the wall time of the optimiser steps, and for GRPO of
 	// the reference's pass over the items before them (reading the
 	// snapshot, decoding screenshots and saving the checkpoint excluded).
@@ -263,6 +270,12 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params) (*Output
 	prev, err := LatestCheckpoint(ctx, l, m, -1)
 	if err != nil {
 		return nil, err
+	}
+	if err := CheckBalance(p.Balance); err != nil {
+		return nil, err
+	}
+	if p.Balance != BalanceNone && p.Objective == "grpo" {
+		return nil, errors.New("train --balance applies to --objective sft and rft: GRPO trains on whole rollout groups")
 	}
 	switch p.Objective {
 	case "sft":

@@ -330,6 +330,39 @@ func checkRFT(t *testing.T, l *lake.Lake) {
 		}
 	}
 	checkRestart(t, l)
+	checkBalance(t, l)
+}
+
+// checkBalance: rft --balance actions draws its items by action sequence
+// (trainer/stage's TestActionWeights checks the weights), reports how many
+// sequences it balanced, records the option in the checkpoint's params, and
+// trains other weights than the same round drawn item by item.
+func checkBalance(t *testing.T, l *lake.Lake) {
+	t.Helper()
+	args := []string{"train", "--objective", "rft", "--steps", "2", "--batch", "4", "--seed", "6"}
+	var plain, balanced struct {
+		imitateJSON
+		ActionGroups int `json:"action_groups"`
+	}
+	runJSON(t, &plain, args...)
+	_, a := latestCheckpoint(t, l)
+	runJSON(t, &balanced, append(args, "--balance", "actions")...)
+	_, b := latestCheckpoint(t, l)
+	if plain.ActionGroups != 0 || balanced.ActionGroups < 2 || balanced.ActionGroups > balanced.Demonstrations+balanced.Successes ||
+		balanced.Items != plain.Items {
+		t.Fatalf("action groups: plain %+v, balanced %+v", plain, balanced)
+	}
+	if a.Blob == b.Blob || strings.Contains(a.Params, "balance") || !strings.Contains(b.Params, `"balance":"actions"`) {
+		t.Fatalf("--balance actions: checkpoint %+v against the plain round's %+v", b, a)
+	}
+	for _, bad := range [][]string{
+		{"train", "--objective", "rft", "--balance", "templates"},
+		{"train", "--objective", "grpo", "--balance", "actions"},
+	} {
+		if out, err := run(t, bad...); err == nil || !strings.Contains(out+err.Error(), "--balance") {
+			t.Fatalf("%v: %v\n%s", bad, err, out)
+		}
+	}
 }
 
 // checkRestart: rft --restart trains fresh weights of the newest

@@ -35,7 +35,9 @@ by default. GRPO's updates stay on the tasks it rolls out; imitating every verif
 --imitate successes (the successes alone) and --imitate demos (the demonstrations alone: the same steps as a round,
 none of the policy's data) are the two controls that say where a round's gain comes from. --restart trains fresh
 weights (the newest checkpoint's width and layers, drawn from --seed) on the same data instead of continuing the
-newest checkpoint, as STaR restarts each iteration from the initial model.
+newest checkpoint, as STaR restarts each iteration from the initial model. --balance actions (sft, rft) draws the
+items so that every distinct action sequence (a trajectory's trained tokens: a template of the action language)
+gets an equal share of the steps, however many tasks share it; --json reports action_groups.
 
 Checkpoints are blobs with a checkpoints row; train_metrics gets one row per optimiser step; the commit's params
 name the segments snapshot the rows came from.
@@ -51,6 +53,7 @@ Example:
    cualake train --objective rft --pick shortest --json
    cualake train --objective rft --imitate demos --json
    cualake train --objective rft --restart --steps 400 --json
+   cualake train --objective rft --balance actions --json
 
 GRPO trains on whole rollout groups: the fresh groups of the iterations rolled out since the last GRPO checkpoint,
 plus the AdaPR replays the newest batch picked (their stored trajectories and segments, not rolled out again).
@@ -65,6 +68,7 @@ train_groups gets one row per group considered (channel, policy lag, kept).`,
 			&cli.Float64Flag{Name: "dropout", Usage: "sft, rft: probability of zeroing an embedding or sub-layer output activation while training (default 0.1; 0: none; masks drawn from --seed; grpo: none)"},
 			&cli.StringFlag{Name: "pick", Value: "random", Usage: "rft: which of a task's successes --per-task keeps: random (by --seed) or shortest (fewest steps first; EvoCUA-1.5 3.3's length preference)"},
 			&cli.BoolFlag{Name: "restart", Usage: "rft: train fresh weights (drawn from --seed; the newest checkpoint's size) on the demonstrations and successes instead of continuing the newest checkpoint (STaR's restart)"},
+			&cli.StringFlag{Name: "balance", Value: "none", Usage: "sft, rft: none (each item once per pass, in --seed's order) or actions (items drawn so that each distinct action sequence gets an equal share of the steps)"},
 			&cli.StringFlag{Name: "imitate", Value: "both", Usage: "rft: both, successes (the policy's alone) or demos (the demonstrations alone: a control)"},
 			&cli.StringFlag{Name: "policy", Value: defaultPolicy, Usage: "sft: the model to create: causal, the only one (encdec was removed after 7878f89)"},
 			&cli.StringFlag{Name: "advantage", Value: "grpo", Usage: "grpo, stepo or naive"},

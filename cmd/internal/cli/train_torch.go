@@ -128,6 +128,15 @@ func runTrain(c *cli.Context) error {
 	if p.Pick != stage.PickRandom && p.Objective != stage.ObjectiveRFT {
 		return usageErr("--pick %s applies to --objective rft only", p.Pick)
 	}
+	if p.Balance = c.String("balance"); p.Balance == "none" {
+		p.Balance = stage.BalanceNone
+	}
+	if err := stage.CheckBalance(p.Balance); err != nil {
+		return usageErr("%v", err)
+	}
+	if p.Balance != stage.BalanceNone && p.Objective == "grpo" {
+		return usageErr("--balance %s applies to --objective sft and rft (GRPO trains on whole rollout groups)", p.Balance)
+	}
 	p.Groups = c.Int("mini-groups")
 	if p.Groups < 0 {
 		return usageErr("--mini-groups is %d, want >= 0", p.Groups)
@@ -172,6 +181,9 @@ func runTrain(c *cli.Context) error {
 		params["segments"] = out.SegmentsFrom // the snapshot whose segments rows were trained on
 		params["segment_mode"] = out.Mode
 	}
+	if out.ActionGroups > 0 {
+		params["action_groups"] = out.ActionGroups
+	}
 	m, err := tx.Commit(ctx, lake.CommitInfo{Stage: "train", Seed: p.Seed, Inputs: []string{tx.Parent()}, Params: params})
 	if err != nil {
 		return err
@@ -188,6 +200,7 @@ func runTrain(c *cli.Context) error {
 			"segments": out.SegmentsFrom, "train_seconds": out.TrainSeconds, "stale_dropped": out.Dropped, "stale_dropped_groups": out.DroppedGroups,
 			"replayed_groups": out.Replayed, "lag_histogram": lagHistogram(out.Groups), "steps": len(out.Metrics), "final_loss": last.Loss,
 			"imitated_demonstrations": out.Demonstrations, "imitated_successes": out.Successes,
+			"action_groups":     out.ActionGroups,
 			"tokens_per_second": float64(tokens) / secs, "seconds": secs})
 	}
 	fmt.Fprintf(c.App.Writer, "trained %s v%d from %d items: %d steps, final loss %.4f, %.0f tokens/s\nsnapshot %s\n",
