@@ -628,7 +628,7 @@ var Checkpoints = register(&Table[Checkpoint]{
 	Less:  func(a, b *Checkpoint) bool { return a.Version < b.Version },
 	Validate: func(r *Checkpoint) error {
 		return firstErr(nonNegative("version", int64(r.Version)), required("blob", r.Blob),
-			oneOf("objective", r.Objective, "sft", "rft", "grpo", "init"), validJSON("params", r.Params, false))
+			oneOf("objective", r.Objective, "sft", "rft", "grpo", "average", "init"), validJSON("params", r.Params, false))
 	},
 })
 

@@ -69,6 +69,8 @@ type Params struct {
 	// policy is fitted to all the data at once rather than fine-tuned
 	// round after round (false: continue, left out of the params).
 	Restart bool `json:"restart,omitempty"`
+	// Versions are the checkpoints --objective average takes the mean of.
+	Versions []int32 `json:"versions,omitempty"`
 	// Balance is how a supervised run draws its items: BalanceNone ("",
 	// each item once per pass, in seeded order) or BalanceActions (each
 	// distinct action sequence an equal share: ActionWeights).
@@ -147,6 +149,11 @@ const (
 // verified success at the warm start's rate spreads what the initial pass
 // found across the pool, as more demonstrations do.
 const ObjectiveRFT = "rft"
+
+// ObjectiveAverage is train --objective average: no optimiser step, a new
+// checkpoint whose weights are the mean of earlier checkpoints' (Params.
+// Versions): a uniform soup of the rounds of one run (causal.Average).
+const ObjectiveAverage = "average"
 
 // What --objective rft imitates (Params.Imitate). Both is the empty string
 // so that a default run's params read as they did before the option.
@@ -302,8 +309,10 @@ func Run(ctx context.Context, l *lake.Lake, m *lake.Manifest, p Params) (*Output
 			return nil, errors.New("train --objective grpo: no checkpoint yet; run --objective sft first")
 		}
 		return runCausalGRPO(ctx, l, m, p, prev)
+	case ObjectiveAverage:
+		return runAverage(ctx, l, m, p, prev)
 	}
-	return nil, fmt.Errorf("train: objective %q, want sft, rft or grpo", p.Objective)
+	return nil, fmt.Errorf("train: objective %q, want sft, rft, grpo or average", p.Objective)
 }
 
 func nextVersion(prev *schemas.Checkpoint) (int32, int32) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -331,6 +332,69 @@ func checkRFT(t *testing.T, l *lake.Lake) {
 	}
 	checkRestart(t, l)
 	checkBalance(t, l)
+	checkAverage(t, l)
+}
+
+// checkAverage: --objective average commits the next version with the mean
+// of the named checkpoints' weights (the bytes causal.Average gives for
+// them), standing for the newest checkpoint's iteration; a missing or
+// single version and optimiser flags are errors.
+func checkAverage(t *testing.T, l *lake.Lake) {
+	t.Helper()
+	m, newest := latestCheckpoint(t, l)
+	older, err := stage.LatestCheckpoint(context.Background(), l, m, newest.Version-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := fmt.Sprintf("%d,%d", older.Version, newest.Version)
+	var out struct {
+		Version   int32   `json:"version"`
+		Iteration int32   `json:"iteration"`
+		Versions  []int32 `json:"versions"`
+	}
+	runJSON(t, &out, "train", "--objective", "average", "--versions", versions)
+	m2, soup := latestCheckpoint(t, l)
+	if out.Version != newest.Version+1 || soup.Version != out.Version || soup.ParentVersion != newest.Version ||
+		soup.Iteration != newest.Iteration || out.Iteration != newest.Iteration || soup.Objective != "average" ||
+		!strings.Contains(soup.Params, `"versions":[`+versions+`]`) || strings.Contains(soup.Params, `"steps"`) {
+		t.Fatalf("average of %s: %+v, checkpoint %+v after %+v", versions, out, soup, newest)
+	}
+	var models []*causalpkg.Model
+	for _, ck := range []*schemas.Checkpoint{older, newest} {
+		mo, err := stage.LoadCausal(context.Background(), l, m2, ck, "cpu")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mo.Close()
+		models = append(models, mo)
+	}
+	want, err := causalpkg.Average(models)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer want.Close()
+	b, err := want.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if schemas.HashBytes(b) != soup.Blob || soup.Blob == newest.Blob || soup.Blob == older.Blob {
+		t.Fatalf("average's blob %s, want the mean's %s", soup.Blob, schemas.HashBytes(b))
+	}
+	for _, bad := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--objective", "average", "--versions", "1"}, "2 or more"},
+		{[]string{"--objective", "average"}, "2 or more"},
+		{[]string{"--objective", "average", "--versions", "1,99"}, "checkpoint version 99: does not exist"},
+		{[]string{"--objective", "average", "--versions", "1,1"}, "repeats"},
+		{[]string{"--objective", "average", "--versions", "1,2", "--steps", "3"}, "--steps does not apply"},
+		{[]string{"--objective", "rft", "--versions", "1,2"}, "--versions applies"},
+	} {
+		if out, err := run(t, append([]string{"train"}, bad.args...)...); err == nil || !strings.Contains(out+err.Error(), bad.says) {
+			t.Fatalf("%v: %v\n%s; want an error saying %q", bad.args, err, out, bad.says)
+		}
+	}
 }
 
 // checkBalance: rft --balance actions draws its items by action sequence

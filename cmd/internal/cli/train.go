@@ -39,6 +39,11 @@ newest checkpoint, as STaR restarts each iteration from the initial model. --bal
 items so that every distinct action sequence (a trajectory's trained tokens: a template of the action language)
 gets an equal share of the steps, however many tasks share it; --json reports action_groups.
 
+--objective average --versions 2,3,4 trains nothing: it commits the next checkpoint version with the mean of those
+checkpoints' weights (a uniform soup of one run's rounds; the checkpoints must share size and vocabulary, as RFT
+rounds that continue each other do), standing for the newest checkpoint's iteration, so that rollout --policy
+checkpoint evaluates it.
+
 Checkpoints are blobs with a checkpoints row; train_metrics gets one row per optimiser step; the commit's params
 name the segments snapshot the rows came from.
 
@@ -54,6 +59,7 @@ Example:
    cualake train --objective rft --imitate demos --json
    cualake train --objective rft --restart --steps 400 --json
    cualake train --objective rft --balance actions --json
+   cualake train --objective average --versions 2,3,4 --json
 
 GRPO trains on whole rollout groups: the fresh groups of the iterations rolled out since the last GRPO checkpoint,
 plus the AdaPR replays the newest batch picked (their stored trajectories and segments, not rolled out again).
@@ -61,7 +67,8 @@ Groups rolled out by a policy more than --max-stale versions older than the one 
 train_groups gets one row per group considered (channel, policy lag, kept).`,
 		Flags: []cli.Flag{lakeFlag, jsonFlag, shardFlag,
 			&cli.StringFlag{Name: "in", Usage: "input snapshot (default main)"},
-			&cli.StringFlag{Name: "objective", Value: "sft", Usage: "sft, rft or grpo"},
+			&cli.StringFlag{Name: "objective", Value: "sft", Usage: "sft, rft, grpo or average"},
+			&cli.IntSliceFlag{Name: "versions", Usage: "average: the checkpoint versions whose weights the new checkpoint averages (--versions 2,3,4)"},
 			&cli.IntFlag{Name: "per-task", Usage: "rft: imitate at most N of a task's successful rollouts (0: all)"},
 			&cli.IntFlag{Name: "dim", Usage: "sft: the fresh model's width (default 64; a multiple of its 4 heads; feed-forward 4x)"},
 			&cli.IntFlag{Name: "layers", Usage: "sft: the fresh model's transformer layers (default 2)"},

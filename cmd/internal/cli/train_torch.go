@@ -109,7 +109,29 @@ func runTrain(c *cli.Context) error {
 	if (p.Dim > 0 || p.Layers > 0) && p.Objective != "sft" {
 		return usageErr("--dim and --layers size the model --objective sft creates; %s continues its checkpoint's", p.Objective)
 	}
+	if vs := c.IntSlice("versions"); len(vs) > 0 || p.Objective == stage.ObjectiveAverage {
+		if p.Objective != stage.ObjectiveAverage {
+			return usageErr("--versions applies to --objective average only")
+		}
+		if len(vs) < 2 {
+			return usageErr("--objective average: --versions names %d checkpoints, want 2 or more (--versions 2,3,4)", len(vs))
+		}
+		for _, v := range vs {
+			if v < 0 {
+				return usageErr("--versions %v: a version is >= 0", vs)
+			}
+			p.Versions = append(p.Versions, int32(v))
+		}
+		for _, f := range []string{"steps", "batch", "lr", "dropout", "per-task", "pick", "restart", "imitate", "balance", "dim", "layers", "mini-groups"} {
+			if c.IsSet(f) {
+				return usageErr("--%s does not apply to --objective average (no optimiser step)", f)
+			}
+		}
+	}
 	p.Dropout = stage.DefaultDropout(p.Objective)
+	if p.Objective == stage.ObjectiveAverage {
+		p.Dropout = 0
+	}
 	if c.IsSet("dropout") {
 		p.Dropout = c.Float64("dropout")
 	}
@@ -148,8 +170,9 @@ func runTrain(c *cli.Context) error {
 	}
 	p = p.Resolve()
 	t0 := time.Now()
-	// Optimiser steps as they go: the warm start's SFT runs for minutes.
-	bar := progress.New(c.App.ErrWriter, "train "+p.Objective+": optimiser steps", p.Steps, c.Bool("json"))
+	// Optimiser steps as they go: the warm start's SFT runs for minutes
+	// (average has none to show).
+	bar := progress.New(c.App.ErrWriter, "train "+p.Objective+": optimiser steps", p.Steps, c.Bool("json") || p.Objective == stage.ObjectiveAverage)
 	p.Progress = func(done, total int) {
 		bar.SetTotal(total)
 		bar.Add(1)
@@ -176,6 +199,9 @@ func runTrain(c *cli.Context) error {
 	}
 	params := map[string]any{}
 	b, _ := json.Marshal(p)
+	if p.Objective == stage.ObjectiveAverage {
+		b = []byte(stage.AverageParams(p)) // no optimiser step: none of its settings
+	}
 	_ = json.Unmarshal(b, &params)
 	if out.SegmentsFrom != "" {
 		params["segments"] = out.SegmentsFrom // the snapshot whose segments rows were trained on
@@ -199,9 +225,13 @@ func runTrain(c *cli.Context) error {
 			"policy": p.Policy, "items": out.Items, "tokens": out.Tokens, "trainable_tokens": out.TrainableTokens, "mode": out.Mode,
 			"segments": out.SegmentsFrom, "train_seconds": out.TrainSeconds, "stale_dropped": out.Dropped, "stale_dropped_groups": out.DroppedGroups,
 			"replayed_groups": out.Replayed, "lag_histogram": lagHistogram(out.Groups), "steps": len(out.Metrics), "final_loss": last.Loss,
-			"imitated_demonstrations": out.Demonstrations, "imitated_successes": out.Successes,
+			"imitated_demonstrations": out.Demonstrations, "imitated_successes": out.Successes, "versions": p.Versions, "iteration": out.Checkpoint.Iteration,
 			"action_groups":     out.ActionGroups,
 			"tokens_per_second": float64(tokens) / secs, "seconds": secs})
+	}
+	if p.Objective == stage.ObjectiveAverage {
+		fmt.Fprintf(c.App.Writer, "averaged checkpoints %v into v%d (iteration %d)\nsnapshot %s\n", p.Versions, out.Checkpoint.Version, out.Checkpoint.Iteration, m.ID)
+		return nil
 	}
 	fmt.Fprintf(c.App.Writer, "trained %s v%d from %d items: %d steps, final loss %.4f, %.0f tokens/s\nsnapshot %s\n",
 		p.Objective, out.Checkpoint.Version, out.Items, len(out.Metrics), last.Loss, float64(tokens)/secs, m.ID)
