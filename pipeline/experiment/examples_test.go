@@ -71,9 +71,10 @@ func TestExamplesResolve(t *testing.T) {
 // dropout.yaml's p0.1 and the other experiments' control arms;
 // dropout.yaml's p0 arm is that config without dropout, another run; the
 // arms of rft-augment.yaml, rounds-dropout.yaml and rft-restart.yaml are
-// that config and the keys they are about; the demo arms of rft-lr.yaml
-// and rft-balance.yaml are the demo's run, and their other arms differ in
-// rft.lr or rft.balance alone.
+// that config and the keys they are about; the demo arms of rft-lr.yaml,
+// rft-balance.yaml and rft-grpo.yaml are the demo's run, and their other
+// arms differ in rft.lr, rft.balance, or two GRPO iterations (and their
+// rate) alone.
 func TestDemoIsTheCheckedArm(t *testing.T) {
 	demo, err := loop.Load("../../examples/demo.yaml")
 	if err != nil {
@@ -117,6 +118,19 @@ func TestDemoIsTheCheckedArm(t *testing.T) {
 		t.Fatalf("rft-balance.yaml's balance: rft.balance %q (the demo's %q)", c.RFT.Balance, demo.RFT.Balance)
 	} else if c.RFT.Balance = demo.RFT.Balance; loop.RunID(c) != loop.RunID(demo) {
 		t.Fatal("rft-balance.yaml's balance is more than the demo's config and rft.balance")
+	}
+	if c := arm("rft-grpo.yaml", "demo"); loop.RunID(c) != loop.RunID(demo) {
+		t.Fatalf("examples/demo.yaml is not rft-grpo.yaml's arm demo: run %s against %s", loop.RunID(demo), loop.RunID(c))
+	}
+	for variant, lr := range map[string]float64{"grpo2": demo.Train.LR, "grpo2-lr3e-4": 3e-4} {
+		c := arm("rft-grpo.yaml", variant)
+		if c.Iterations != demo.RFT.Iterations+2 || c.RFT.Iterations != demo.RFT.Iterations || c.Train.LR != lr {
+			t.Fatalf("rft-grpo.yaml's %s: %d iterations, %d of them rounds, GRPO lr %v; want two GRPO iterations after the demo's %d rounds at %v",
+				variant, c.Iterations, c.RFT.Iterations, c.Train.LR, demo.RFT.Iterations, lr)
+		}
+		if c.Iterations, c.Train.LR = demo.Iterations, demo.Train.LR; loop.RunID(c) != loop.RunID(demo) {
+			t.Fatalf("rft-grpo.yaml's %s is more than the demo's config, two GRPO iterations and train.lr", variant)
+		}
 	}
 	plain := demo
 	plain.Warmstart.CoverBy = "family"
