@@ -72,9 +72,9 @@ func TestExamplesResolve(t *testing.T) {
 // dropout.yaml's p0 arm is that config without dropout, another run; the
 // arms of rft-augment.yaml, rounds-dropout.yaml and rft-restart.yaml are
 // that config and the keys they are about; the demo arms of rft-lr.yaml,
-// rft-balance.yaml and rft-grpo.yaml are the demo's run, and their other
-// arms differ in rft.lr, rft.balance, or two GRPO iterations (and their
-// rate) alone.
+// rft-balance.yaml, rft-grpo.yaml and rft-grpo1-check.yaml are the demo's
+// run, and their other arms differ in rft.lr, rft.balance, or one or two
+// GRPO iterations (and their rate) alone.
 func TestDemoIsTheCheckedArm(t *testing.T) {
 	demo, err := loop.Load("../../examples/demo.yaml")
 	if err != nil {
@@ -119,8 +119,15 @@ func TestDemoIsTheCheckedArm(t *testing.T) {
 	} else if c.RFT.Balance = demo.RFT.Balance; loop.RunID(c) != loop.RunID(demo) {
 		t.Fatal("rft-balance.yaml's balance is more than the demo's config and rft.balance")
 	}
-	if c := arm("rft-grpo.yaml", "demo"); loop.RunID(c) != loop.RunID(demo) {
-		t.Fatalf("examples/demo.yaml is not rft-grpo.yaml's arm demo: run %s against %s", loop.RunID(demo), loop.RunID(c))
+	for _, file := range []string{"rft-grpo.yaml", "rft-grpo1-check.yaml"} {
+		if c := arm(file, "demo"); loop.RunID(c) != loop.RunID(demo) {
+			t.Fatalf("examples/demo.yaml is not %s's arm demo: run %s against %s", file, loop.RunID(demo), loop.RunID(c))
+		}
+	}
+	if c := arm("rft-grpo1-check.yaml", "grpo1-lr3e-4"); c.Iterations != demo.RFT.Iterations+1 || c.Train.LR != 3e-4 {
+		t.Fatalf("rft-grpo1-check.yaml's grpo1-lr3e-4: %d iterations at GRPO lr %v, want one after the demo's %d rounds at 3e-4", c.Iterations, c.Train.LR, demo.RFT.Iterations)
+	} else if c.Iterations, c.Train.LR = demo.Iterations, demo.Train.LR; loop.RunID(c) != loop.RunID(demo) {
+		t.Fatal("rft-grpo1-check.yaml's grpo1-lr3e-4 is more than the demo's config, one GRPO iteration and train.lr")
 	}
 	for variant, lr := range map[string]float64{"grpo2": demo.Train.LR, "grpo2-lr3e-4": 3e-4} {
 		c := arm("rft-grpo.yaml", variant)
